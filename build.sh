@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# serverless-retry build entry point.
+#   ./build.sh package   dist/serverless-retry.zip (reproducible)
+#   ./build.sh test      lint, types and the whole test suite
+#   ./build.sh demo      the scheduled-retry flow on the embedded local AWS emulator
+#   ./build.sh bench     benchmarks (ratios against a baseline measured in the same run)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")" && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+PY="${PYTHON:-python3}"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# Create or reuse .venv; reinstall only when the dependency declarations changed.
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating virtualenv .venv"
+    "$PY" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.serverless-retry-deps"
+  local want
+  want="$(cat pyproject.toml requirements/*.txt | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    log "installing dependencies into .venv"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[dev]"
+    echo "$want" > "$stamp"
+  fi
+}
+
+# checkov pins many libraries of its own: it lives in its own virtualenv so it cannot move ours.
+ensure_checkov() {
+  local cvenv="$ROOT/.venv-checkov"
+  local want
+  want="$(sha256sum requirements/checkov.txt | cut -d' ' -f1)"
+  if [ ! -x "$cvenv/bin/checkov" ] || [ "$(cat "$cvenv/.stamp" 2>/dev/null)" != "$want" ]; then
+    log "installing checkov into .venv-checkov"
+    "$PY" -m venv "$cvenv"
+    "$cvenv/bin/python" -m pip install -q --disable-pip-version-check -r requirements/checkov.txt
+    echo "$want" > "$cvenv/.stamp"
+  fi
+  export SERVERLESS_RETRY_CHECKOV="$cvenv/bin/checkov"
+}
+
+cmd_package() {
+  ensure_venv
+  log "packaging dist/serverless-retry.zip"
+  "$VENV/bin/python" scripts/build_package.py --out dist/serverless-retry.zip
+}
+
+cmd_test() {
+  ensure_venv
+  ensure_checkov
+  # shellcheck source=scripts/tf-env.sh
+  source scripts/tf-env.sh
+  cmd_package
+  log "ruff"
+  "$VENV/bin/ruff" check lambda_src tests benchmarks scripts examples
+  "$VENV/bin/ruff" format --check lambda_src tests benchmarks scripts examples
+  log "mypy (strict) on lambda_src"
+  "$VENV/bin/mypy"
+  log "pytest"
+  "$VENV/bin/python" -m pytest "$@"
+}
+
+cmd_demo() {
+  ensure_venv
+  # shellcheck source=scripts/tf-env.sh
+  source scripts/tf-env.sh
+  cmd_package
+  "$VENV/bin/serverless-retry" demo "$@"
+}
+
+cmd_bench() {
+  ensure_venv
+  local b
+  for b in benchmarks/*.py; do
+    log "$b"
+    "$VENV/bin/python" "$b"
+  done
+}
+
+case "${1:-}" in
+  package) shift; cmd_package "$@" ;;
+  test) shift; cmd_test "$@" ;;
+  demo) shift; cmd_demo "$@" ;;
+  bench) shift; cmd_bench "$@" ;;
+  *) echo "usage: $0 {package|test|demo|bench} [args]" >&2; exit 2 ;;
+esac

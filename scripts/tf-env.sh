@@ -1,0 +1,27 @@
+# Sourced by build.sh and the test suite: point Terraform at the offline provider mirror when this
+# machine has one, otherwise leave the user's own CLI configuration (and the public registry) alone.
+_sr_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+_sr_mirror="${SERVERLESS_RETRY_TF_MIRROR:-/opt/tf-plugins}"
+mkdir -p "$_sr_root/build/terraform"
+export TF_PLUGIN_CACHE_DIR="${TF_PLUGIN_CACHE_DIR:-$_sr_root/build/terraform/plugin-cache}"
+mkdir -p "$TF_PLUGIN_CACHE_DIR"
+export TF_IN_AUTOMATION=1
+export CHECKPOINT_DISABLE=1
+if [ -d "$_sr_mirror" ]; then
+  cat > "$_sr_root/build/terraform/terraformrc" <<RC
+provider_installation {
+  filesystem_mirror {
+    path    = "$_sr_mirror"
+    include = ["registry.terraform.io/hashicorp/*"]
+  }
+  direct {
+    exclude = ["registry.terraform.io/hashicorp/*"]
+  }
+}
+RC
+  export TF_CLI_CONFIG_FILE="$_sr_root/build/terraform/terraformrc"
+elif [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then
+  # A CLI config variable naming a missing file only produces warnings: drop it.
+  unset TF_CLI_CONFIG_FILE
+fi
+unset _sr_root _sr_mirror
