@@ -1,0 +1,505 @@
+"""The retry policy: parse and validate it (DESIGN §3), and classify a failure into a Decision.
+
+Pure: the clock (``now``) and the randomness (``rand``) are arguments, so a decision is reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Literal, get_args
+
+from serverless_retry.backoff import (
+    Backoff,
+    require_bool,
+    require_choice,
+    require_int,
+    require_mapping,
+    require_object,
+)
+from serverless_retry.errors import HttpError, NonRetryableError, PolicyError, RetryableError, RetryAfter
+
+__all__ = [
+    "MAX_ATTEMPTS_LIMIT",
+    "SQS_MAX_DELAY_SECONDS",
+    "VISIBILITY_MAX_SECONDS",
+    "Action",
+    "Decision",
+    "ResolvedTransport",
+    "RetryPolicy",
+    "Rule",
+    "Transport",
+    "Unmatched",
+    "retry_after_seconds",
+]
+
+Transport = Literal["auto", "sqs-delay", "scheduler", "visibility"]
+ResolvedTransport = Literal["sqs-delay", "scheduler", "visibility"]
+Action = Literal["retry", "exhausted", "non-retryable"]
+Unmatched = Literal["retry", "dead-letter"]
+TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
+UNMATCHED: tuple[Unmatched, ...] = get_args(Unmatched)
+
+SQS_MAX_DELAY_SECONDS = 900
+VISIBILITY_MAX_SECONDS = 43200
+# The envelope refuses attempts above this (envelope.MAX_ATTEMPT), so no budget may exceed it.
+MAX_ATTEMPTS_LIMIT = 10_000
+
+_RULE_FIELDS = (
+    "errors",
+    "http_status",
+    "message_regex",
+    "retry",
+    "max_attempts",
+    "backoff",
+    "honor_retry_after",
+)
+_POLICY_FIELDS = (
+    "max_attempts",
+    "max_age_seconds",
+    "backoff",
+    "rules",
+    "unmatched",
+    "transport",
+    "honor_retry_after",
+)
+
+
+def _given(fields: Mapping[str, object]) -> dict[str, object]:
+    """Absent and null mean the same: "not set". Terraform's jsonencode writes unset optional
+    attributes of a typed object as null, so null must inherit the default, not fail."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _require_list(value: object, path: str) -> list[object] | tuple[object, ...]:
+    if not isinstance(value, list | tuple):
+        raise PolicyError(path, f"must be an array, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_error_name(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value or not all(p.isidentifier() for p in value.split(".")):
+        raise PolicyError(path, f"must be an exception class name such as 'TimeoutError', got {value!r}")
+    return value
+
+
+def _check_status(value: object, path: str) -> int:
+    return require_int(value, path, minimum=100, maximum=599)
+
+
+def _compile(value: object, path: str) -> re.Pattern[str]:
+    if not isinstance(value, str):
+        raise PolicyError(path, f"must be a string (a regular expression), got {value!r}")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise PolicyError(path, f"not a valid regular expression: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Which errors a rule covers and how they are retried. It matches when ANY of its criteria do."""
+
+    errors: tuple[str, ...] = ()  # class names, matched anywhere in type(exc).__mro__ (or module.Qualname)
+    http_status: tuple[int, ...] = ()  # HttpError.status, or .status / .status_code / .response.status_code
+    message_regex: str | None = None  # re.search on str(exc)
+    retry: bool = True
+    max_attempts: int | None = None  # overrides the policy's for errors this rule matches
+    backoff: Backoff | None = None  # merged over the policy's by from_dict
+    honor_retry_after: bool = False
+    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "errors", tuple(self.errors))
+        object.__setattr__(self, "http_status", tuple(self.http_status))
+        for i, name in enumerate(self.errors):
+            _check_error_name(name, f"errors[{i}]")
+        for i, status in enumerate(self.http_status):
+            _check_status(status, f"http_status[{i}]")
+        if self.message_regex is not None:
+            object.__setattr__(self, "_pattern", _compile(self.message_regex, "message_regex"))
+        if not (self.errors or self.http_status or self.message_regex is not None):
+            raise PolicyError("rule", "needs at least one of errors, http_status, message_regex")
+        require_bool(self.retry, "retry")
+        require_bool(self.honor_retry_after, "honor_retry_after")
+        if self.max_attempts is not None:
+            require_int(self.max_attempts, "max_attempts", minimum=1, maximum=MAX_ATTEMPTS_LIMIT)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, object], *, path: str = "rule", defaults: Backoff | None = None
+    ) -> Rule:
+        """Parse one JSON rule; its backoff inherits every field it does not set from ``defaults``."""
+        given = _given(require_mapping(data, path, _RULE_FIELDS))
+        errors = tuple(
+            _check_error_name(v, f"{path}.errors[{i}]")
+            for i, v in enumerate(_require_list(given.get("errors", []), f"{path}.errors"))
+        )
+        statuses = tuple(
+            _check_status(v, f"{path}.http_status[{i}]")
+            for i, v in enumerate(_require_list(given.get("http_status", []), f"{path}.http_status"))
+        )
+        regex = given.get("message_regex")
+        if regex is not None:
+            _compile(regex, f"{path}.message_regex")
+        if not (errors or statuses or regex is not None):
+            raise PolicyError(path, "needs at least one of errors, http_status, message_regex")
+        max_attempts = given.get("max_attempts")
+        backoff = given.get("backoff")
+        return cls(
+            errors=errors,
+            http_status=statuses,
+            message_regex=regex if isinstance(regex, str) else None,
+            retry=require_bool(given.get("retry", True), f"{path}.retry"),
+            max_attempts=(
+                None
+                if max_attempts is None
+                else require_int(max_attempts, f"{path}.max_attempts", minimum=1, maximum=MAX_ATTEMPTS_LIMIT)
+            ),
+            backoff=(
+                None
+                if backoff is None
+                else Backoff.from_dict(
+                    require_object(backoff, f"{path}.backoff"), path=f"{path}.backoff", defaults=defaults
+                )
+            ),
+            honor_retry_after=require_bool(
+                given.get("honor_retry_after", False), f"{path}.honor_retry_after"
+            ),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "errors": list(self.errors),
+            "http_status": list(self.http_status),
+            "retry": self.retry,
+            "honor_retry_after": self.honor_retry_after,
+        }
+        if self.message_regex is not None:
+            out["message_regex"] = self.message_regex
+        if self.max_attempts is not None:
+            out["max_attempts"] = self.max_attempts
+        if self.backoff is not None:
+            out["backoff"] = self.backoff.to_dict()
+        return out
+
+    def matches(self, error: BaseException) -> bool:
+        if self.errors and _class_names(error) & set(self.errors):
+            return True
+        if self.http_status:
+            status = http_status_of(error)
+            if status is not None and status in self.http_status:
+                return True
+        if self._pattern is not None:
+            return self._pattern.search(_safe_str(error)) is not None
+        return False
+
+    def describe(self) -> str:
+        parts = []
+        if self.errors:
+            parts.append("errors " + ", ".join(self.errors))
+        if self.http_status:
+            parts.append("http_status " + ", ".join(map(str, self.http_status)))
+        if self.message_regex is not None:
+            parts.append(f"message_regex {self.message_regex!r}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    delay_seconds: int  # logical seconds until the next attempt (0 unless action == "retry")
+    transport: ResolvedTransport | None  # None unless retry
+    attempt: int  # the attempt that just failed (1 = first delivery)
+    rule_index: int | None  # which rule matched (None = no rule)
+    reason: str  # human text, e.g. "attempt 5 >= max_attempts 5"
+    error_type: str  # type(exc).__name__
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    max_age_seconds: int | None = None
+    backoff: Backoff = field(default_factory=Backoff)
+    rules: tuple[Rule, ...] = ()
+    unmatched: Unmatched = "retry"
+    transport: Transport = "auto"
+    honor_retry_after: bool = True  # for errors no rule matched (e.g. a bare RetryableError(retry_after=))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", tuple(self.rules))
+        require_int(self.max_attempts, "max_attempts", minimum=1, maximum=MAX_ATTEMPTS_LIMIT)
+        if self.max_age_seconds is not None:
+            require_int(self.max_age_seconds, "max_age_seconds", minimum=1)
+        require_choice(self.unmatched, "unmatched", UNMATCHED)
+        require_choice(self.transport, "transport", TRANSPORTS)
+        require_bool(self.honor_retry_after, "honor_retry_after")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> RetryPolicy:
+        """Validate a JSON policy; a PolicyError names the bad field, e.g. ``rules[2].backoff.jitter``."""
+        given = _given(require_mapping(data, "$", _POLICY_FIELDS))
+        max_attempts = require_int(
+            given.get("max_attempts", 5), "max_attempts", minimum=1, maximum=MAX_ATTEMPTS_LIMIT
+        )
+        max_age = given.get("max_age_seconds")
+        backoff = Backoff.from_dict(require_object(given.get("backoff", {}), "backoff"), path="backoff")
+        rules = tuple(
+            Rule.from_dict(require_object(rule, f"rules[{i}]"), path=f"rules[{i}]", defaults=backoff)
+            for i, rule in enumerate(_require_list(given.get("rules", []), "rules"))
+        )
+        return cls(
+            max_attempts=max_attempts,
+            max_age_seconds=None if max_age is None else require_int(max_age, "max_age_seconds", minimum=1),
+            backoff=backoff,
+            rules=rules,
+            unmatched=require_choice(given.get("unmatched", "retry"), "unmatched", UNMATCHED),
+            transport=require_choice(given.get("transport", "auto"), "transport", TRANSPORTS),
+            honor_retry_after=require_bool(given.get("honor_retry_after", True), "honor_retry_after"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> RetryPolicy:
+        def no_constants(name: str) -> object:
+            raise PolicyError("$", f"not valid JSON: {name} is not a JSON number")
+
+        def no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+            out: dict[str, object] = {}
+            for key, value in pairs:
+                if key in out:
+                    raise PolicyError("$", f"duplicate key {key!r}: one of them would be silently ignored")
+                out[key] = value
+            return out
+
+        try:
+            data = json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
+        except (ValueError, TypeError, RecursionError) as exc:
+            if isinstance(exc, PolicyError):
+                raise
+            raise PolicyError("$", f"not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise PolicyError("$", f"must be a JSON object, got {_json_kind(data)}")
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "max_attempts": self.max_attempts,
+            "backoff": self.backoff.to_dict(),
+            "rules": [rule.to_dict() for rule in self.rules],
+            "unmatched": self.unmatched,
+            "transport": self.transport,
+            "honor_retry_after": self.honor_retry_after,
+        }
+        if self.max_age_seconds is not None:
+            out["max_age_seconds"] = self.max_age_seconds
+        return out
+
+    def match(self, error: BaseException) -> tuple[int, Rule] | None:
+        """The first rule that matches ``error``, with its index."""
+        for index, rule in enumerate(self.rules):
+            if rule.matches(error):
+                return index, rule
+        return None
+
+    def decide(
+        self,
+        error: BaseException,
+        *,
+        attempt: int,
+        first_failed_at: datetime,
+        now: datetime,
+        rand: random.Random,
+        previous_delay: float | None = None,
+    ) -> Decision:
+        """Classify the failure of attempt ``attempt`` (1 = first delivery): retry (when, how),
+        exhausted (budget spent) or non-retryable."""
+        if attempt < 1:
+            raise ValueError(f"attempt must be >= 1, got {attempt}")
+        error_type = type(error).__name__
+
+        def final(action: Action, reason: str, rule_index: int | None) -> Decision:
+            return Decision(action, 0, None, attempt, rule_index, reason, error_type)
+
+        if isinstance(error, NonRetryableError):
+            return final("non-retryable", f"{error_type}: the processor says no attempt can succeed", None)
+        matched = self.match(error)
+        rule = matched[1] if matched else None
+        index = matched[0] if matched else None
+        if rule is not None:
+            if not rule.retry:
+                return final("non-retryable", f"rules[{index}] ({rule.describe()}) says retry: false", index)
+        elif not isinstance(error, RetryableError | HttpError) and self.unmatched == "dead-letter":
+            return final("non-retryable", f"no rule matches {error_type} and unmatched is dead-letter", None)
+
+        where = f" (rules[{index}])" if rule is not None and rule.max_attempts is not None else ""
+        max_attempts = (
+            rule.max_attempts if rule is not None and rule.max_attempts is not None else self.max_attempts
+        )
+        if attempt >= max_attempts:
+            return final("exhausted", f"attempt {attempt} >= max_attempts {max_attempts}{where}", index)
+        if self.max_age_seconds is not None:
+            age = (now - first_failed_at).total_seconds()
+            if age > self.max_age_seconds:
+                return final(
+                    "exhausted",
+                    f"first failure {age:.0f} s ago > max_age_seconds {self.max_age_seconds}",
+                    index,
+                )
+
+        backoff = rule.backoff if rule is not None and rule.backoff is not None else self.backoff
+        delay = backoff.delay(attempt, rand, previous_delay)
+        why = f"{backoff.strategy} backoff, jitter {backoff.jitter}"
+        honour = rule.honor_retry_after if rule is not None else self.honor_retry_after
+        if honour:
+            hinted = retry_after_seconds(retry_after_hint(error), now)
+            if hinted is not None:
+                delay = min(max(hinted, 0.0), float(backoff.max_seconds))
+                why = f"Retry-After {hinted:g} s, capped at {backoff.max_seconds:g} s"
+        seconds = math.ceil(delay)
+        transport: ResolvedTransport
+        if self.transport == "auto":
+            transport = "sqs-delay" if seconds <= SQS_MAX_DELAY_SECONDS else "scheduler"
+        elif self.transport == "sqs-delay":
+            transport, seconds = "sqs-delay", min(seconds, SQS_MAX_DELAY_SECONDS)
+        elif self.transport == "visibility":
+            transport, seconds = "visibility", min(seconds, VISIBILITY_MAX_SECONDS)
+        else:
+            transport = "scheduler"
+        matched_text = f"rules[{index}]" if rule is not None else "no rule matched"
+        reason = f"retry {attempt + 1} in {seconds} s via {transport} ({matched_text}; {why})"
+        return Decision("retry", seconds, transport, attempt, index, reason, error_type)
+
+
+# --- reading errors defensively: a processor may raise anything, and deciding must not fail -------
+
+
+def _safe_attr(obj: object, name: str) -> object:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # a property that raises is "not there"
+        return None
+
+
+def _safe_str(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:
+        return ""
+
+
+def _class_names(error: BaseException) -> set[str]:
+    """Every class in the error's MRO, by plain name and by ``module.QualName``."""
+    names: set[str] = set()
+    for cls in type(error).__mro__:
+        names.add(cls.__name__)
+        names.add(f"{cls.__module__}.{cls.__qualname__}")
+    return names
+
+
+def _as_status(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def http_status_of(error: BaseException) -> int | None:
+    """The HTTP status an error carries: HttpError.status, ``.status``, ``.status_code``,
+    ``.response.status_code`` (requests/httpx), or botocore's ``response["ResponseMetadata"]``."""
+    for candidate in (_safe_attr(error, "status"), _safe_attr(error, "status_code")):
+        status = _as_status(candidate)
+        if status is not None:
+            return status
+    response = _safe_attr(error, "response")
+    if response is None:
+        return None
+    status = _as_status(_safe_attr(response, "status_code"))
+    if status is None and isinstance(response, Mapping):
+        metadata = response.get("ResponseMetadata")
+        if isinstance(metadata, Mapping):
+            status = _as_status(metadata.get("HTTPStatusCode"))
+    return status
+
+
+def _header(headers: object, name: str) -> object:
+    """A header by case-insensitive name from any mapping-like object; None when absent."""
+    if headers is None:
+        return None
+    try:
+        if isinstance(headers, Mapping):
+            for key, value in headers.items():
+                if isinstance(key, str) and key.lower() == name.lower():
+                    return value
+            return None
+        getter = getattr(headers, "get", None)
+        if callable(getter):
+            return getter(name)
+    except Exception:
+        return None
+    return None
+
+
+def retry_after_hint(error: BaseException) -> object:
+    """The raw Retry-After an error carries: ``.retry_after``, else ``.response.headers["Retry-After"]``
+    (or botocore's ``response["ResponseMetadata"]["HTTPHeaders"]``). None when it carries none."""
+    value = _safe_attr(error, "retry_after")
+    if value is not None:
+        return value
+    response = _safe_attr(error, "response")
+    if response is None:
+        return None
+    headers = _safe_attr(response, "headers")
+    if headers is None and isinstance(response, Mapping):
+        metadata = response.get("ResponseMetadata")
+        headers = metadata.get("HTTPHeaders") if isinstance(metadata, Mapping) else None
+    return _header(headers, "Retry-After")
+
+
+_DELTA_SECONDS = re.compile(r"\d+(\.\d+)?")
+
+
+def retry_after_seconds(value: RetryAfter | object, now: datetime) -> float | None:
+    """Seconds to wait from a Retry-After value: a number of seconds, a delta-seconds string, an
+    HTTP-date string (RFC 9110), or a datetime (naive = UTC). A time in the past gives 0; anything
+    unreadable gives None (the hint is ignored)."""
+    raw: object = value
+    if isinstance(raw, bytes):
+        raw = raw.decode("latin-1")
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        return None if math.isnan(raw) else max(0.0, float(raw))
+    when: datetime
+    if isinstance(raw, datetime):
+        when = raw
+    elif isinstance(raw, str):
+        text = raw.strip()
+        if _DELTA_SECONDS.fullmatch(text):
+            return float(text)
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+    else:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    reference = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    return max(0.0, (when - reference).total_seconds())
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
