@@ -1,0 +1,539 @@
+"""The retry envelope (DESIGN §4, v1): wrap, unwrap, validate, and the SQS size guard.
+
+A retried message carries its history in its body, because a Scheduler SQS target can carry no
+message attributes. Pure: the time is passed in.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, Required, TypedDict, cast
+
+from serverless_retry.policy import MAX_ATTEMPTS_LIMIT, Decision
+
+__all__ = [
+    "ENVELOPE_KEY",
+    "ERROR_TEXT_LIMIT",
+    "HISTORY_LIMIT",
+    "MAX_ATTEMPT",
+    "VERSION",
+    "Envelope",
+    "FinalError",
+    "HistoryEntry",
+    "Incoming",
+    "MessageAttribute",
+    "Outcome",
+    "RetryContext",
+    "RetryMeta",
+    "attributes_from_record",
+    "compact_meta",
+    "encode",
+    "final_envelope",
+    "fits",
+    "format_time",
+    "next_envelope",
+    "parse_time",
+    "schedule_name",
+    "sqs_message_size",
+    "unwrap",
+]
+
+ENVELOPE_KEY = "serverless_retry"
+VERSION = 1
+HISTORY_LIMIT = 10
+ERROR_TEXT_LIMIT = 512
+COMPACT_TEXT_LIMIT = 256  # compact_meta travels in a message attribute: keep it small
+TRACEBACK_LIMIT = 2048  # "a short traceback": its tail, where the failing frame is
+MAX_ATTEMPT = MAX_ATTEMPTS_LIMIT  # 10_000; larger is "absurd" → invalid
+SCHEDULE_NAME_LIMIT = 64
+
+Outcome = Literal["exhausted", "non-retryable", "invalid-envelope", "too-large-to-retry"]
+
+
+class MessageAttribute(TypedDict, total=False):
+    """An SQS message attribute in the API form; BinaryValue is base64 text inside the envelope."""
+
+    DataType: Required[str]
+    StringValue: str
+    BinaryValue: str
+
+
+class HistoryEntry(TypedDict):
+    at: str
+    error_type: str
+    error: str
+    delay_seconds: int
+    transport: str
+
+
+class FinalError(TypedDict):
+    type: str
+    message: str
+    traceback: str
+
+
+class RetryMeta(TypedDict, total=False):
+    v: Required[int]
+    id: Required[str]
+    attempt: Required[int]
+    first_failed_at: Required[str]
+    source: Required[str]
+    history: Required[list[HistoryEntry]]
+    # only on final envelopes (the retry-exhausted queue):
+    outcome: Outcome
+    reason: str
+    final_error: FinalError
+    exhausted_at: str
+
+
+class Envelope(TypedDict):
+    serverless_retry: RetryMeta
+    body: str
+    attributes: dict[str, MessageAttribute]
+
+
+@dataclass(frozen=True)
+class RetryContext:
+    """What the user's processor sees about the retries so far."""
+
+    id: str  # stable across attempts: the idempotency key
+    attempt: int  # 1 = first delivery
+    first_failed_at: datetime | None
+    history: tuple[HistoryEntry, ...]
+    source: str
+
+    @property
+    def previous_delay(self) -> float | None:
+        """The delay before this attempt (decorrelated jitter grows from it); None on a first delivery."""
+        return float(self.history[-1]["delay_seconds"]) if self.history else None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    kind: Literal["original", "envelope", "invalid"]
+    body: str  # the original body (unwrapped) or, for "invalid", the raw body
+    attributes: dict[str, MessageAttribute]
+    context: RetryContext
+    meta: RetryMeta | None  # the parsed meta of an "envelope"
+    problem: str | None  # why "invalid"
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
+
+
+def format_time(moment: datetime) -> str:
+    """ISO-8601 UTC with a Z, whole seconds: ``2026-11-30T10:00:00Z`` (naive means UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> datetime:
+    """The inverse of :func:`format_time` (fractions of a second allowed); ValueError otherwise."""
+    if not _TIMESTAMP.fullmatch(text):
+        raise ValueError(f"not an ISO-8601 UTC timestamp like 2026-11-30T10:00:00Z: {_show(text)}")
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
+
+
+# --- validation: a claimed envelope is checked strictly, and every failure says where -----------
+
+
+class _Invalid(Exception):
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def _show(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _object(
+    value: object, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Invalid(path, f"must be an object, got {_kind(value)}")
+    for key in value:
+        if key not in required and key not in optional:
+            raise _Invalid(f"{path}.{key}" if path else key, "unexpected key")
+    for key in required:
+        if key not in value:
+            raise _Invalid(f"{path}.{key}" if path else key, "missing")
+    return cast(dict[str, Any], value)
+
+
+def _string(value: object, path: str, *, non_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(path, f"must be a string, got {_kind(value)}")
+    if non_empty and not value:
+        raise _Invalid(path, "must not be empty")
+    return value
+
+
+def _integer(value: object, path: str, *, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Invalid(path, f"must be an integer, got {_kind(value)} {_show(value)}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise _Invalid(path, f"must be {bounds}, got {value}")
+    return value
+
+
+def _timestamp(value: object, path: str) -> datetime:
+    try:
+        return parse_time(_string(value, path))
+    except ValueError as exc:
+        raise _Invalid(path, str(exc)) from None
+
+
+_HISTORY_KEYS = ("at", "error_type", "error", "delay_seconds", "transport")
+_META_KEYS = ("v", "id", "attempt", "first_failed_at", "source", "history")
+_FINAL_KEYS = ("outcome", "reason", "final_error", "exhausted_at")
+_DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
+
+
+def _history(value: object, path: str) -> list[HistoryEntry]:
+    if not isinstance(value, list):
+        raise _Invalid(path, f"must be an array, got {_kind(value)}")
+    if len(value) > HISTORY_LIMIT:
+        raise _Invalid(path, f"has {len(value)} entries, more than the {HISTORY_LIMIT} a v1 envelope keeps")
+    out: list[HistoryEntry] = []
+    for i, item in enumerate(value):
+        where = f"{path}[{i}]"
+        entry = _object(item, where, _HISTORY_KEYS)
+        _timestamp(entry["at"], f"{where}.at")
+        _string(entry["error_type"], f"{where}.error_type")
+        _string(entry["error"], f"{where}.error")
+        _integer(entry["delay_seconds"], f"{where}.delay_seconds", minimum=0)
+        _string(entry["transport"], f"{where}.transport")
+        out.append(cast(HistoryEntry, dict(entry)))
+    return out
+
+
+def _attribute(value: object, path: str) -> MessageAttribute:
+    attr = _object(value, path, ("DataType",), ("StringValue", "BinaryValue"))
+    data_type = _string(attr["DataType"], f"{path}.DataType", non_empty=True)
+    if not _DATA_TYPE.fullmatch(data_type):
+        raise _Invalid(
+            f"{path}.DataType",
+            f"must be String, Number or Binary (optionally .label), got {_show(data_type)}",
+        )
+    binary = data_type.startswith("Binary")
+    wanted, other = ("BinaryValue", "StringValue") if binary else ("StringValue", "BinaryValue")
+    if other in attr:
+        raise _Invalid(f"{path}.{other}", f"does not go with DataType {_show(data_type)}")
+    if wanted not in attr:
+        raise _Invalid(f"{path}.{wanted}", "missing")
+    text = _string(attr[wanted], f"{path}.{wanted}")
+    if binary:
+        try:
+            base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise _Invalid(f"{path}.BinaryValue", "must be base64 text") from None
+    return cast(MessageAttribute, {"DataType": data_type, wanted: text})
+
+
+def _attributes(value: object, path: str) -> dict[str, MessageAttribute]:
+    if not isinstance(value, dict):
+        raise _Invalid(path, f"must be an object, got {_kind(value)}")
+    out: dict[str, MessageAttribute] = {}
+    for name, attr in value.items():
+        if not name:
+            raise _Invalid(path, "an attribute name must not be empty")
+        out[name] = _attribute(attr, f"{path}.{name}")
+    return out
+
+
+def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, dict[str, MessageAttribute]]:
+    top = _object(document, "", (ENVELOPE_KEY, "body", "attributes"))
+    raw_meta = top[ENVELOPE_KEY]
+    if isinstance(raw_meta, dict):
+        for key in _FINAL_KEYS:
+            if key in raw_meta:
+                raise _Invalid(
+                    f"{ENVELOPE_KEY}.{key}",
+                    "a final envelope (from the retry-exhausted queue) must not re-enter the retry loop",
+                )
+    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS)
+    version = meta["v"]
+    if isinstance(version, bool) or version != VERSION:
+        raise _Invalid(
+            f"{ENVELOPE_KEY}.v", f"unsupported version {_show(version)} (this consumer reads v{VERSION})"
+        )
+    envelope_id = _string(meta["id"], f"{ENVELOPE_KEY}.id", non_empty=True)
+    attempt = _integer(meta["attempt"], f"{ENVELOPE_KEY}.attempt", minimum=1, maximum=MAX_ATTEMPT)
+    first_failed_at = _timestamp(meta["first_failed_at"], f"{ENVELOPE_KEY}.first_failed_at")
+    source = _string(meta["source"], f"{ENVELOPE_KEY}.source")
+    history = _history(meta["history"], f"{ENVELOPE_KEY}.history")
+    body = _string(top["body"], "body")
+    attributes = _attributes(top["attributes"], "attributes")
+    parsed: RetryMeta = {
+        "v": VERSION,
+        "id": envelope_id,
+        "attempt": attempt,
+        "first_failed_at": meta["first_failed_at"],
+        "source": source,
+        "history": history,
+    }
+    context = RetryContext(envelope_id, attempt, first_failed_at, tuple(history), source)
+    return parsed, context, body, attributes
+
+
+# --- unwrap ---------------------------------------------------------------------------------------
+
+
+def _copy_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttribute]:
+    # A copy, so later changes to the caller's record cannot alter what we forward.
+    return {
+        name: cast(MessageAttribute, dict(attr) if isinstance(attr, Mapping) else attr)
+        for name, attr in attributes.items()
+    }
+
+
+def attributes_from_record(record_attrs: Mapping[str, Any]) -> dict[str, MessageAttribute]:
+    """Message attributes from a Lambda SQS record (``{"dataType", "stringValue", "binaryValue"}``)
+    into the SQS API form. API-form input (``DataType``) passes through; bytes become base64 text."""
+    out: dict[str, MessageAttribute] = {}
+    for name, raw in record_attrs.items():
+        if not isinstance(raw, Mapping):
+            continue
+        data_type = raw.get("DataType", raw.get("dataType"))
+        if not isinstance(data_type, str):
+            continue
+        attr: MessageAttribute = {"DataType": data_type}
+        string_value = raw.get("StringValue", raw.get("stringValue"))
+        binary_value = raw.get("BinaryValue", raw.get("binaryValue"))
+        if isinstance(string_value, str):
+            attr["StringValue"] = string_value
+        if isinstance(binary_value, bytes | bytearray):
+            attr["BinaryValue"] = base64.b64encode(bytes(binary_value)).decode("ascii")
+        elif isinstance(binary_value, str):
+            attr["BinaryValue"] = binary_value
+        out[str(name)] = attr
+    return out
+
+
+def unwrap(
+    body: str,
+    record_attributes: Mapping[str, MessageAttribute],
+    *,
+    message_id: str,
+    source: str,
+    receive_count: int = 1,
+) -> Incoming:
+    """Classify a received body. Never raises.
+
+    A JSON object with a top-level ``serverless_retry`` key claims to be an envelope and is validated
+    strictly: "envelope" or "invalid" (with the problem). Anything else is an "original" message whose
+    attempt is ``receive_count`` (the visibility transport counts attempts by SQS receives).
+    """
+    attributes = _copy_attributes(record_attributes or {})
+    original = Incoming(
+        kind="original",
+        body=body,
+        attributes=attributes,
+        context=RetryContext(message_id, max(1, receive_count), None, (), source),
+        meta=None,
+        problem=None,
+    )
+    try:
+        document = json.loads(body)
+    except Exception:  # not JSON (or too deeply nested to be ours)
+        return original
+    if not isinstance(document, dict) or ENVELOPE_KEY not in document:
+        return original
+    try:
+        meta, context, inner_body, inner_attributes = _validate(document)
+    except _Invalid as exc:
+        problem = str(exc)
+    except Exception as exc:  # a bug in validation must still not lose the message
+        problem = f"envelope could not be validated: {type(exc).__name__}: {exc}"
+    else:
+        return Incoming("envelope", inner_body, inner_attributes, context, meta, None)
+    return Incoming(
+        kind="invalid",
+        body=body,
+        attributes=attributes,
+        context=RetryContext(message_id, 1, None, (), source),
+        meta=None,
+        problem=problem,
+    )
+
+
+# --- wrap -----------------------------------------------------------------------------------------
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit]
+
+
+def _error_text(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:
+        return f"<unprintable {type(error).__name__}>"
+
+
+def next_envelope(incoming: Incoming, decision: Decision, error: BaseException, *, now: datetime) -> Envelope:
+    """The envelope for the next attempt: attempt + 1, first_failed_at kept (now on the first failure),
+    this failure appended to the history (the last HISTORY_LIMIT kept), error text cut."""
+    if incoming.kind == "invalid":
+        raise ValueError("an invalid envelope must go to the retry-exhausted queue, not back into the loop")
+    if decision.action != "retry":
+        raise ValueError(f"next_envelope needs a retry decision, got {decision.action!r}")
+    context = incoming.context
+    entry: HistoryEntry = {
+        "at": format_time(now),
+        "error_type": type(error).__name__,
+        "error": _cut(_error_text(error), ERROR_TEXT_LIMIT),
+        "delay_seconds": decision.delay_seconds,
+        "transport": decision.transport or "",
+    }
+    meta: RetryMeta = {
+        "v": VERSION,
+        "id": context.id,
+        "attempt": context.attempt + 1,
+        "first_failed_at": format_time(context.first_failed_at or now),
+        "source": context.source,
+        "history": [*context.history, entry][-HISTORY_LIMIT:],
+    }
+    return {
+        "serverless_retry": meta,
+        "body": incoming.body,
+        "attributes": _copy_attributes(incoming.attributes),
+    }
+
+
+def final_envelope(
+    incoming: Incoming,
+    outcome: Outcome,
+    *,
+    now: datetime,
+    error: BaseException | None,
+    reason: str,
+    traceback_text: str = "",
+) -> Envelope:
+    """The envelope for the retry-exhausted queue: the body verbatim (the raw body for an invalid
+    envelope), the history so far, the outcome and why, and the last error."""
+    context = incoming.context
+    if not reason and incoming.problem:
+        reason = incoming.problem
+    meta: RetryMeta = {
+        "v": VERSION,
+        "id": context.id,
+        "attempt": context.attempt,
+        "first_failed_at": format_time(context.first_failed_at or now),
+        "source": context.source,
+        "history": list(context.history),
+        "outcome": outcome,
+        "reason": _cut(reason, ERROR_TEXT_LIMIT),
+        "exhausted_at": format_time(now),
+    }
+    if error is not None:
+        tail = traceback_text[-TRACEBACK_LIMIT:] if traceback_text else ""
+        meta["final_error"] = {
+            "type": type(error).__name__,
+            "message": _cut(_error_text(error), ERROR_TEXT_LIMIT),
+            "traceback": tail,
+        }
+    return {
+        "serverless_retry": meta,
+        "body": incoming.body,
+        "attributes": _copy_attributes(incoming.attributes),
+    }
+
+
+def compact_meta(
+    incoming: Incoming, outcome: Outcome, *, now: datetime, reason: str, error: BaseException | None
+) -> str:
+    """A small JSON summary for a ``serverless_retry`` message attribute, for when the body must be
+    sent verbatim because an envelope would not fit."""
+    summary: dict[str, object] = {
+        "v": VERSION,
+        "id": incoming.context.id,
+        "attempt": incoming.context.attempt,
+        "outcome": outcome,
+        "reason": _cut(reason or incoming.problem or "", COMPACT_TEXT_LIMIT),
+        "at": format_time(now),
+        "error_type": type(error).__name__ if error is not None else "",
+        "error": _cut(_error_text(error), COMPACT_TEXT_LIMIT) if error is not None else "",
+    }
+    if incoming.context.first_failed_at is not None:
+        summary["first_failed_at"] = format_time(incoming.context.first_failed_at)
+    return json.dumps(summary, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode(envelope: Envelope) -> str:
+    """Compact, deterministic JSON. Non-ASCII stays as is: SQS counts UTF-8 bytes, and \\u escapes
+    would make a body up to six times larger."""
+    return json.dumps(envelope, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- size guard -----------------------------------------------------------------------------------
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _binary_len(value: object) -> int:
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, str):
+        try:
+            return len(base64.b64decode(value, validate=True))
+        except (binascii.Error, ValueError):
+            return _utf8_len(value)
+    return 0
+
+
+def sqs_message_size(body: str, attributes: Mapping[str, MessageAttribute] | None = None) -> int:
+    """Bytes SQS counts against its maximum message size: the UTF-8 body plus, for every message
+    attribute, its name, its DataType and its value (binary values decoded)."""
+    size = _utf8_len(body)
+    for name, attr in (attributes or {}).items():
+        size += _utf8_len(name) + _utf8_len(attr.get("DataType", ""))
+        string_value: object = attr.get("StringValue")
+        if isinstance(string_value, str):
+            size += _utf8_len(string_value)
+        size += _binary_len(attr.get("BinaryValue"))
+    return size
+
+
+def fits(body: str, max_bytes: int, attributes: Mapping[str, MessageAttribute] | None = None) -> bool:
+    return sqs_message_size(body, attributes) <= max_bytes
+
+
+_NAME_CHARS = re.compile(r"[0-9A-Za-z_.-]+")
+
+
+def schedule_name(envelope_id: str, attempt: int, prefix: str = "sr") -> str:
+    """A deterministic Scheduler name for one retry of one message, so a redelivered record cannot
+    create a second schedule: ``<prefix>-<sha256(id-attempt) hex>``, cut to 64 characters."""
+    if not _NAME_CHARS.fullmatch(prefix) or len(prefix) > 32:
+        raise ValueError(f"schedule name prefix must be 1-32 of [0-9A-Za-z_.-], got {prefix!r}")
+    digest = hashlib.sha256(f"{envelope_id}-{attempt}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{prefix}-{digest}"[:SCHEDULE_NAME_LIMIT]
