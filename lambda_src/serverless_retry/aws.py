@@ -1,0 +1,71 @@
+"""boto3 clients, created on first use and injectable for tests.
+
+Clients are built with the default session and endpoint resolution, so the standard
+``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_SQS`` ...) variable points them at the local emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = ["BOTO_CONFIG", "AwsClients"]
+
+# Standard retry mode retries throttling and transient errors with backoff; 3 attempts and short
+# timeouts keep a stuck call well inside a Lambda's time budget (a call that still fails puts its
+# record in batchItemFailures, so the queue retries it: nothing is lost by giving up early).
+BOTO_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=5,
+    read_timeout=10,
+    user_agent_extra="serverless-retry",
+)
+
+
+class AwsClients:
+    """Lazily created clients. Pass factories (or ready clients via :meth:`of`) to inject fakes."""
+
+    def __init__(
+        self,
+        *,
+        sqs_factory: Callable[[], SQSClient] | None = None,
+        scheduler_factory: Callable[[], EventBridgeSchedulerClient] | None = None,
+        config: Config | None = None,
+    ) -> None:
+        self._config = config or BOTO_CONFIG
+        self._sqs_factory = sqs_factory or self._default("sqs")
+        self._scheduler_factory = scheduler_factory or self._default("scheduler")
+        self._sqs: SQSClient | None = None
+        self._scheduler: EventBridgeSchedulerClient | None = None
+
+    @classmethod
+    def of(
+        cls, *, sqs: SQSClient | None = None, scheduler: EventBridgeSchedulerClient | None = None
+    ) -> AwsClients:
+        """Clients already built (e.g. inside a moto ``mock_aws`` context or with a Stubber)."""
+        return cls(
+            sqs_factory=(lambda: sqs) if sqs is not None else None,
+            scheduler_factory=(lambda: scheduler) if scheduler is not None else None,
+        )
+
+    def _default(self, service: str) -> Callable[[], Any]:
+        return lambda: boto3.client(service, config=self._config)  # type: ignore[call-overload]
+
+    @property
+    def sqs(self) -> SQSClient:
+        if self._sqs is None:
+            self._sqs = self._sqs_factory()
+        return self._sqs
+
+    @property
+    def scheduler(self) -> EventBridgeSchedulerClient:
+        if self._scheduler is None:
+            self._scheduler = self._scheduler_factory()
+        return self._scheduler

@@ -1,0 +1,41 @@
+"""What the user's processor receives: the original message, unwrapped, plus its retry context."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from serverless_retry.envelope import MessageAttribute, RetryContext
+
+__all__ = ["Message", "Processor"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message as the processor sees it; the retry envelope is already taken off.
+
+    ``message_id`` is this delivery's SQS message id; ``retry.id`` is the id of the first delivery and
+    stays the same across attempts, so it is the key to use for idempotency.
+    """
+
+    message_id: str
+    body: str  # the original body, verbatim
+    attributes: dict[str, MessageAttribute]  # the original message attributes, SQS API form
+    retry: RetryContext
+    record: Mapping[str, Any]  # the raw SQS event record, for anything else the processor needs
+
+    def json(self) -> Any:
+        """The body parsed as JSON (raises ``json.JSONDecodeError`` for a non-JSON body)."""
+        return json.loads(self.body)
+
+    @property
+    def attempt(self) -> int:
+        """1 for the first delivery, 2 for the first retry, ..."""
+        return self.retry.attempt
+
+
+# The processor contract: called once per message; returning means success, raising means failure
+# (RetryableError, NonRetryableError, HttpError or any exception: the retry policy classifies it).
+Processor = Callable[[Message], object]
