@@ -46,6 +46,13 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+def fmt(value: float) -> str:
+    """A number as a person writes it: 3600, not 3600.0 or 3.6e+03."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def require_number(value: object, path: str, *, minimum: float = 0.0, maximum: float = math.inf) -> float:
     """A finite int or float (bools are not numbers here) within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -53,9 +60,9 @@ def require_number(value: object, path: str, *, minimum: float = 0.0, maximum: f
     if not math.isfinite(value):
         raise PolicyError(path, f"must be a finite number, got {value}")
     if value < minimum:
-        raise PolicyError(path, f"must be >= {minimum:g}, got {value:g}")
+        raise PolicyError(path, f"must be >= {fmt(minimum)}, got {fmt(value)}")
     if value > maximum:
-        raise PolicyError(path, f"must be <= {maximum:g}, got {value:g}")
+        raise PolicyError(path, f"must be <= {fmt(maximum)}, got {fmt(value)}")
     return value
 
 
@@ -144,11 +151,11 @@ class Backoff:
             if "base_seconds" in given and "max_seconds" not in given:
                 raise PolicyError(
                     join_path(path, "base_seconds"),
-                    f"must be <= max_seconds ({max_seconds:g}, inherited), got {base_seconds:g}",
+                    f"must be <= max_seconds ({fmt(max_seconds)}, inherited), got {fmt(base_seconds)}",
                 )
             raise PolicyError(
                 join_path(path, "max_seconds"),
-                f"must be >= base_seconds ({base_seconds:g}), got {max_seconds:g}",
+                f"must be >= base_seconds ({fmt(base_seconds)}), got {fmt(max_seconds)}",
             )
         return cls(strategy, base_seconds, multiplier, max_seconds, jitter)
 
@@ -207,4 +214,6 @@ def _check(backoff: Backoff, path: str) -> None:
     cap = require_number(backoff.max_seconds, join_path(path, "max_seconds"), maximum=MAX_DELAY_SECONDS)
     require_choice(backoff.jitter, join_path(path, "jitter"), JITTERS)
     if cap < base:
-        raise PolicyError(join_path(path, "max_seconds"), f"must be >= base_seconds ({base:g}), got {cap:g}")
+        raise PolicyError(
+            join_path(path, "max_seconds"), f"must be >= base_seconds ({fmt(base)}), got {fmt(cap)}"
+        )

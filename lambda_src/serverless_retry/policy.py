@@ -17,6 +17,7 @@ from typing import Literal, get_args
 
 from serverless_retry.backoff import (
     Backoff,
+    fmt,
     require_bool,
     require_choice,
     require_int,
@@ -360,7 +361,7 @@ class RetryPolicy:
             hinted = retry_after_seconds(retry_after_hint(error), now)
             if hinted is not None:
                 delay = min(max(hinted, 0.0), float(backoff.max_seconds))
-                why = f"Retry-After {hinted:g} s, capped at {backoff.max_seconds:g} s"
+                why = f"Retry-After {fmt(hinted)} s, capped at {fmt(backoff.max_seconds)} s"
         seconds = math.ceil(delay)
         transport: ResolvedTransport
         if self.transport == "auto":
