@@ -1,0 +1,131 @@
+locals {
+  # Every schedule of the group: arn:<partition>:scheduler:<region>:<account>:schedule/<group>/*
+  schedule_arn_pattern = var.scheduler == null ? null : "${replace(var.scheduler.schedule_group_arn, ":schedule-group/", ":schedule/")}/*"
+}
+
+# Concern: who may assume the role.
+data "aws_iam_policy_document" "trust" {
+  statement {
+    sid     = "LambdaAssumesRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+# Concern: consuming the source queue (what the event source mapping does as this role).
+data "aws_iam_policy_document" "consume" {
+  statement {
+    sid = "ConsumeSourceQueue"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+    ]
+    resources = [var.queue.arn]
+  }
+}
+
+# Concern: putting a message in its next place (delayed retry, DLQ, exhausted store).
+# SendMessageBatch is authorised by sqs:SendMessage.
+data "aws_iam_policy_document" "send" {
+  statement {
+    sid       = "SendRetriesAndDeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [var.queue.arn, var.queue.dlq_arn, var.queue.exhausted_queue_arn]
+  }
+}
+
+# Concern: retries longer than SQS's 15-minute delay become one-time schedules in our group only.
+data "aws_iam_policy_document" "schedule" {
+  dynamic "statement" {
+    for_each = var.scheduler == null ? [] : [local.schedule_arn_pattern]
+    content {
+      sid       = "ManageRetrySchedules"
+      actions   = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"]
+      resources = [statement.value]
+    }
+  }
+}
+
+# Concern: handing the scheduler role to EventBridge Scheduler, and to nothing else.
+data "aws_iam_policy_document" "pass_role" {
+  dynamic "statement" {
+    for_each = var.scheduler == null ? [] : [var.scheduler.role_arn]
+    content {
+      sid       = "PassSchedulerRole"
+      actions   = ["iam:PassRole"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "iam:PassedToService"
+        values   = ["scheduler.amazonaws.com"]
+      }
+    }
+  }
+}
+
+# Concern: writing the function's own logs.
+data "aws_iam_policy_document" "logs" {
+  statement {
+    sid       = "WriteOwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.this.arn}:log-stream:*"]
+  }
+}
+
+# Concern: SSE-KMS queues. Reading needs Decrypt; sending needs GenerateDataKey (and Decrypt).
+data "aws_iam_policy_document" "kms" {
+  dynamic "statement" {
+    for_each = var.queue.kms_key_arn == null ? [] : [var.queue.kms_key_arn]
+    content {
+      sid       = "UseQueueKey"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+}
+
+# Concern: X-Ray, only when tracing is on.
+data "aws_iam_policy_document" "xray" {
+  dynamic "statement" {
+    for_each = var.tracing ? [1] : []
+    content {
+      #checkov:skip=CKV_AWS_356:X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; "*" is the only resource they accept.
+      sid       = "WriteTraces"
+      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      resources = ["*"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "consumer" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.consume.json,
+    data.aws_iam_policy_document.send.json,
+    data.aws_iam_policy_document.schedule.json,
+    data.aws_iam_policy_document.pass_role.json,
+    data.aws_iam_policy_document.logs.json,
+    data.aws_iam_policy_document.kms.json,
+    data.aws_iam_policy_document.xray.json,
+  ]
+}
+
+resource "aws_iam_role" "this" {
+  name                 = "${var.name}-consumer"
+  description          = "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
+  assume_role_policy   = data.aws_iam_policy_document.trust.json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "this" {
+  name   = "serverless-retry-consumer"
+  role   = aws_iam_role.this.id
+  policy = data.aws_iam_policy_document.consumer.json
+}

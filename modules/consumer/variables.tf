@@ -1,0 +1,230 @@
+variable "name" {
+  description = "Function name; also the Powertools service name and the log group's `/aws/lambda/<name>`."
+  type        = string
+
+  validation {
+    # Lambda allows 64 characters; the role is "<name>-consumer" and IAM role names allow 64.
+    condition     = can(regex("^[A-Za-z0-9_-]{1,55}$", var.name))
+    error_message = "name must be 1-55 characters of letters, digits, hyphens and underscores (the role name appends \"-consumer\" and IAM allows 64)."
+  }
+}
+
+variable "package" {
+  description = "Path of the deployment zip: the serverless_retry package plus your processor (`./build.sh package` builds one)."
+  type        = string
+
+  validation {
+    condition     = endswith(var.package, ".zip")
+    error_message = "package must be the path of a .zip file (build one with ./build.sh package)."
+  }
+}
+
+variable "processor" {
+  description = "Your function called once per message, as `module:function` (for example `orders.process:handle`)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$", var.processor))
+    error_message = "processor must be \"module.path:function\", e.g. \"orders.process:handle\"."
+  }
+}
+
+variable "retry_policy_json" {
+  description = "The retry policy as JSON (DESIGN section 3); the scheduled-retry module renders it from a typed object. The function validates it again at cold start."
+  type        = string
+
+  validation {
+    condition     = can(keys(jsondecode(var.retry_policy_json)))
+    error_message = "retry_policy_json must be a JSON object (the retry policy)."
+  }
+}
+
+variable "queue" {
+  description = "The queue set the function consumes and retries into (the queue module's outputs)."
+  type = object({
+    arn                        = string
+    url                        = string
+    visibility_timeout_seconds = number
+    dlq_arn                    = string
+    exhausted_queue_url        = string
+    exhausted_queue_arn        = string
+    max_message_size           = optional(number, 262144)
+    kms_key_arn                = optional(string)
+  })
+  nullable = false
+}
+
+variable "scheduler" {
+  description = "The schedule group and execution role for retries longer than SQS's 15-minute delay. null when the policy's transport never schedules (sqs-delay or visibility)."
+  type = object({
+    schedule_group_name = string
+    schedule_group_arn  = string
+    role_arn            = string
+  })
+  default = null
+}
+
+variable "runtime" {
+  description = "Python runtime of the function."
+  type        = string
+  default     = "python3.12"
+  nullable    = false
+
+  validation {
+    condition     = contains(["python3.11", "python3.12", "python3.13"], var.runtime)
+    error_message = "runtime must be one of python3.11, python3.12, python3.13 (the package needs Python 3.11 or newer)."
+  }
+}
+
+variable "architecture" {
+  description = "Instruction set of the function. The package is pure Python, so both work."
+  type        = string
+  default     = "arm64"
+  nullable    = false
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "memory_size" {
+  description = "Memory of the function in MB."
+  type        = number
+  default     = 256
+  nullable    = false
+
+  validation {
+    condition     = floor(var.memory_size) == var.memory_size && var.memory_size >= 128 && var.memory_size <= 10240
+    error_message = "memory_size must be a whole number of MB from 128 to 10240."
+  }
+}
+
+variable "timeout" {
+  description = "Function timeout in seconds. The queue's visibility timeout must be at least 6 times this."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = floor(var.timeout) == var.timeout && var.timeout >= 1 && var.timeout <= 900
+    error_message = "timeout must be a whole number of seconds from 1 to 900."
+  }
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions, or null to draw from the account's pool. Prefer maximum_concurrency to bound the SQS poller."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrency == null || (floor(coalesce(var.reserved_concurrency, 0)) == coalesce(var.reserved_concurrency, 0) && coalesce(var.reserved_concurrency, 0) >= 0)
+    error_message = "reserved_concurrency must be null or a whole number >= 0."
+  }
+}
+
+variable "tracing" {
+  description = "Enable active AWS X-Ray tracing (adds the X-Ray write permissions to the role)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function's log group in days."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of the values CloudWatch Logs accepts: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653."
+  }
+}
+
+variable "logs_kms_key_arn" {
+  description = "KMS key to encrypt the log group with, or null for CloudWatch Logs' default encryption. Its key policy must allow logs.<region>.amazonaws.com."
+  type        = string
+  default     = null
+}
+
+variable "environment_kms_key_arn" {
+  description = "KMS key to encrypt the function's environment variables with, or null for the Lambda-managed key."
+  type        = string
+  default     = null
+}
+
+variable "log_level" {
+  description = "POWERTOOLS_LOG_LEVEL of the function."
+  type        = string
+  default     = "INFO"
+  nullable    = false
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], var.log_level)
+    error_message = "log_level must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL."
+  }
+}
+
+variable "environment" {
+  description = "Extra environment variables for your processor. They may not override the variables the module wires (SERVERLESS_RETRY_* except the local-clock ones, POWERTOOLS_*)."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition = alltrue([
+      for k in keys(var.environment) :
+      (!startswith(k, "SERVERLESS_RETRY_") && !startswith(k, "POWERTOOLS_")) || contains(["SERVERLESS_RETRY_CLOCK_SCALE", "SERVERLESS_RETRY_CLOCK_EPOCH"], k)
+    ])
+    error_message = "environment may not set SERVERLESS_RETRY_* or POWERTOOLS_* variables (the module wires them from its inputs); only SERVERLESS_RETRY_CLOCK_SCALE and SERVERLESS_RETRY_CLOCK_EPOCH (local emulator) are allowed."
+  }
+}
+
+variable "batch_size" {
+  description = "Records per invocation. Above 10 needs a batching window."
+  type        = number
+  default     = 10
+  nullable    = false
+
+  validation {
+    condition     = floor(var.batch_size) == var.batch_size && var.batch_size >= 1 && var.batch_size <= 10000
+    error_message = "batch_size must be a whole number from 1 to 10000."
+  }
+}
+
+variable "maximum_batching_window_seconds" {
+  description = "How long the event source mapping gathers records before invoking (0 = invoke as soon as records arrive). Not supported for FIFO queues."
+  type        = number
+  default     = 0
+  nullable    = false
+
+  validation {
+    condition     = floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds && var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300
+    error_message = "maximum_batching_window_seconds must be a whole number from 0 to 300."
+  }
+}
+
+variable "maximum_concurrency" {
+  description = "Most concurrent invocations the SQS event source may drive (2-1000), or null for no limit beyond the account's."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.maximum_concurrency == null || (floor(coalesce(var.maximum_concurrency, 2)) == coalesce(var.maximum_concurrency, 2) && coalesce(var.maximum_concurrency, 2) >= 2 && coalesce(var.maximum_concurrency, 2) <= 1000)
+    error_message = "maximum_concurrency must be null or a whole number from 2 to 1000."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "Optional permissions boundary for the function's role."
+  type        = string
+  default     = null
+}
+
+variable "tags" {
+  description = "Tags for every taggable resource."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}

@@ -1,0 +1,69 @@
+output "queue_url" {
+  description = "URL of the source queue: producers send here."
+  value       = module.queue.queue_url
+}
+
+output "queue_arn" {
+  description = "ARN of the source queue."
+  value       = module.queue.queue_arn
+}
+
+output "dlq_url" {
+  description = "URL of the source queue's DLQ."
+  value       = module.queue.dlq_url
+}
+
+output "dlq_arn" {
+  description = "ARN of the source queue's DLQ."
+  value       = module.queue.dlq_arn
+}
+
+output "exhausted_queue_url" {
+  description = "URL of the retry-exhausted queue (envelopes that say why they were given up)."
+  value       = module.queue.exhausted_queue_url
+}
+
+output "exhausted_queue_arn" {
+  description = "ARN of the retry-exhausted queue."
+  value       = module.queue.exhausted_queue_arn
+}
+
+output "producer_policy_json" {
+  description = "IAM policy JSON a producer attaches to send to the source queue."
+  value       = module.queue.producer_policy_json
+}
+
+output "function_name" {
+  description = "Name of the consumer function."
+  value       = module.consumer.function_name
+}
+
+output "function_arn" {
+  description = "ARN of the consumer function."
+  value       = module.consumer.function_arn
+}
+
+output "consumer_role_arn" {
+  description = "ARN of the consumer's execution role."
+  value       = module.consumer.role_arn
+}
+
+output "log_group_name" {
+  description = "The consumer's log group."
+  value       = module.consumer.log_group_name
+}
+
+output "schedule_group_name" {
+  description = "Schedule group of long retries, or null when the policy never needs the Scheduler."
+  value       = local.needs_scheduler ? module.scheduler[0].schedule_group_name : null
+}
+
+output "scheduler_role_arn" {
+  description = "Execution role of the retry schedules, or null when the policy never needs the Scheduler."
+  value       = local.needs_scheduler ? module.scheduler[0].scheduler_role_arn : null
+}
+
+output "retry_policy_json" {
+  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY."
+  value       = local.policy_json
+}
