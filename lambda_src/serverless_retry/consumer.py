@@ -21,17 +21,16 @@ wrapping is the overhead we are benchmarked against. We use Powertools for loggi
 from __future__ import annotations
 
 import random
-import time
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
-from serverless_retry.clock import Clock, SystemClock
+from serverless_retry.clock import Clock, ScaledClock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
     Delivery,
@@ -112,7 +111,8 @@ class RetryingConsumer:
     """Calls ``processor(Message)`` for each record of an SQS event and retries failures per ``policy``.
 
     ``consumer(event, context)`` returns ``{"batchItemFailures": [...]}`` for an event source mapping
-    with ``ReportBatchItemFailures``. ``clients``, ``clock`` and ``rand`` are injectable for tests.
+    with ``ReportBatchItemFailures``. ``clients``, ``clock`` and ``rand`` are injectable for tests
+    (``rand`` only seeds the per-message jitter; the same message and attempt always get the same delay).
     """
 
     def __init__(
@@ -132,7 +132,11 @@ class RetryingConsumer:
         self.targets = targets
         self.clients = clients or AwsClients()
         self.clock: Clock = clock or SystemClock()
-        self.rand = rand or random.Random()
+        # Jitter is drawn from a Random seeded per (id, attempt): a redelivered record (say, its
+        # invocation timed out after CreateSchedule succeeded) takes the same decision again, so it
+        # lands on the same schedule name instead of adding an SQS copy. Not per instance either:
+        # the default seed is a constant, so another Lambda instance decides the same way.
+        self._seed = rand.getrandbits(64) if rand is not None else 0
         self.logger = logger or make_logger()
         self.metrics = metrics or ConsumerMetrics()
         self.delivery = Delivery(self.clients, targets, self.logger)
@@ -253,7 +257,7 @@ class RetryingConsumer:
             attempt=context.attempt,
             first_failed_at=first_failed_at,
             now=now,
-            rand=self.rand,
+            rand=random.Random(f"{self._seed}:{context.id}:{context.attempt}"),
             previous_delay=previous_delay,
         )
         message_id: str = record["messageId"]
@@ -353,15 +357,18 @@ class RetryingConsumer:
 
     def _first_receive(self, record: Mapping[str, Any], attempt: int, now: datetime) -> datetime:
         """When the first attempt happened. An envelope carries it; for the visibility transport (no
-        envelope) the message's ApproximateFirstReceiveTimestamp tells how long ago, in real time."""
+        envelope) it is the message's ApproximateFirstReceiveTimestamp, a wall-clock time that a
+        ScaledClock maps onto its logical time line."""
         if attempt <= 1 or not self._visibility:
             return now
         try:
-            first_ms = int(record["attributes"]["ApproximateFirstReceiveTimestamp"])
+            first = int(record["attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000
         except (KeyError, TypeError, ValueError):
             return now
-        elapsed = max(0.0, time.time() - first_ms / 1000)
-        return now - timedelta(seconds=elapsed)
+        clock = self.clock
+        if isinstance(clock, ScaledClock):
+            first = clock.epoch + (first - clock.epoch) * clock.scale
+        return min(now, datetime.fromtimestamp(first, UTC))
 
     @staticmethod
     def _group_id(record: Mapping[str, Any], fallback: str) -> str:
