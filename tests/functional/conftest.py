@@ -21,7 +21,6 @@ import boto3
 import pytest
 from aws_lambda_powertools import Logger
 from moto import mock_aws
-
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-
 from serverless_retry.clock import FrozenClock
 from serverless_retry.envelope import schedule_name
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
@@ -490,7 +489,7 @@ def test_visibility_transport_measures_age_from_the_first_receive(stack: Stack, 
     policy = {**VISIBILITY, "max_attempts": 10, "max_age_seconds": 300}
     consumer = make_consumer(stack, raising(RetryableError("busy")), policy, clock)
     stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody="v2")
-    for _ in range(4):  # the 4th attempt comes 3 × 121 s > 300 s after the first receive
+    for _ in range(4):  # the 4th attempt comes 3 x 121 s > 300 s after the first receive
         messages = stack.receive(stack.queue_url)
         settle(stack, messages, consumer(event_from(messages, stack.queue_arn)))
         clock.advance(121)
