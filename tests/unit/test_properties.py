@@ -1,0 +1,315 @@
+"""Properties that must hold for every input, not just the examples we thought of."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from serverless_retry.backoff import JITTERS, MAX_DELAY_SECONDS, STRATEGIES, Backoff
+from serverless_retry.envelope import (
+    ENVELOPE_KEY,
+    HISTORY_LIMIT,
+    Incoming,
+    MessageAttribute,
+    RetryContext,
+    encode,
+    next_envelope,
+    sqs_message_size,
+    unwrap,
+)
+from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
+from serverless_retry.policy import (
+    SQS_MAX_DELAY_SECONDS,
+    TRANSPORTS,
+    VISIBILITY_MAX_SECONDS,
+    Decision,
+    RetryPolicy,
+    Rule,
+)
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
+
+seconds = st.floats(min_value=0, max_value=MAX_DELAY_SECONDS, allow_nan=False)
+
+
+@st.composite
+def backoffs(draw: st.DrawFn) -> Backoff:
+    base = draw(st.one_of(st.integers(0, 3600), seconds))
+    cap = draw(st.one_of(st.just(base), st.floats(min_value=base, max_value=MAX_DELAY_SECONDS)))
+    return Backoff(
+        strategy=draw(st.sampled_from(STRATEGIES)),
+        base_seconds=base,
+        multiplier=draw(st.floats(min_value=1, max_value=1000)),
+        max_seconds=cap,
+        jitter=draw(st.sampled_from(JITTERS)),
+    )
+
+
+retry_numbers = st.integers(min_value=1, max_value=10**7)
+previous_delays = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@FAST
+@given(backoffs(), retry_numbers, st.integers(0, 2**64), previous_delays)
+def test_delay_is_always_within_zero_and_the_cap(
+    backoff: Backoff, retry_number: int, seed: int, previous: float | None
+) -> None:
+    delay = backoff.delay(retry_number, random.Random(seed), previous)
+    assert 0 <= delay <= backoff.max_seconds
+    assert not math.isnan(delay)
+
+
+@FAST
+@given(backoffs(), st.integers(min_value=1, max_value=10_000))
+def test_unjittered_curves_never_decrease(backoff: Backoff, retry_number: int) -> None:
+    assert backoff.base_delay(retry_number) <= backoff.base_delay(retry_number + 1)
+    assert backoff.base_delay(retry_number) <= backoff.max_seconds
+
+
+@FAST
+@given(
+    base=st.integers(0, 3600),
+    multiplier=st.floats(min_value=1, max_value=10),
+    numbers=st.lists(st.integers(1, 500), min_size=2, max_size=10),
+)
+def test_exponential_without_jitter_is_monotonic_in_the_attempt(
+    base: int, multiplier: float, numbers: list[int]
+) -> None:
+    backoff = Backoff("exponential", base, multiplier, 3600, "none")
+    rand = random.Random(0)
+    ordered = sorted(numbers)
+    delays = [backoff.delay(n, rand) for n in ordered]
+    assert delays == sorted(delays)
+
+
+# --- policies -------------------------------------------------------------------------------------
+
+error_names = st.sampled_from(
+    ["TimeoutError", "ConnectionError", "ValueError", "KeyError", "HttpError", "mod.Error"]
+)
+
+
+@st.composite
+def rules(draw: st.DrawFn) -> Rule:
+    errors = tuple(draw(st.lists(error_names, max_size=3)))
+    statuses = tuple(draw(st.lists(st.integers(100, 599), max_size=3)))
+    regex = draw(st.one_of(st.none(), st.sampled_from(["timeout", "^db", "(a|b)+", ""])))
+    if not errors and not statuses and regex is None:
+        errors = ("RuntimeError",)
+    return Rule(
+        errors=errors,
+        http_status=statuses,
+        message_regex=regex,
+        retry=draw(st.booleans()),
+        max_attempts=draw(st.one_of(st.none(), st.integers(1, 10_000))),
+        backoff=draw(st.one_of(st.none(), backoffs())),  # complete, as a parsed rule's is
+        honor_retry_after=draw(st.booleans()),
+    )
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=draw(st.integers(1, 10_000)),
+        max_age_seconds=draw(st.one_of(st.none(), st.integers(1, 10**9))),
+        backoff=draw(backoffs()),
+        rules=tuple(draw(st.lists(rules(), max_size=4))),
+        unmatched=draw(st.sampled_from(["retry", "dead-letter"])),
+        transport=draw(st.sampled_from(TRANSPORTS)),
+        honor_retry_after=draw(st.booleans()),
+    )
+
+
+@FAST
+@given(policies())
+def test_policy_to_dict_round_trips_through_json(policy: RetryPolicy) -> None:
+    assert RetryPolicy.from_json(json.dumps(policy.to_dict())) == policy
+
+
+errors = st.one_of(
+    st.builds(TimeoutError, st.text(max_size=20)),
+    st.builds(ValueError, st.text(max_size=20)),
+    st.builds(KeyError, st.text(max_size=20)),
+    st.builds(NonRetryableError, st.text(max_size=20)),
+    st.builds(
+        HttpError,
+        st.integers(100, 599),
+        st.text(max_size=20),
+        retry_after=st.one_of(st.none(), st.integers(-10, 10**7), st.text(max_size=30)),
+    ),
+    st.builds(RetryableError, st.text(max_size=20), retry_after=st.one_of(st.none(), st.floats())),
+)
+
+
+@FAST
+@given(
+    policy=policies(),
+    error=errors,
+    attempt=st.integers(1, 10_000),
+    age=st.integers(0, 10**8),
+    seed=st.integers(0, 2**32),
+    previous=previous_delays,
+)
+def test_decide_always_returns_a_consistent_decision(
+    *, policy: RetryPolicy, error: Exception, attempt: int, age: int, seed: int, previous: float | None
+) -> None:
+    decision = policy.decide(
+        error,
+        attempt=attempt,
+        first_failed_at=NOW - timedelta(seconds=age),
+        now=NOW,
+        rand=random.Random(seed),
+        previous_delay=previous,
+    )
+    assert isinstance(decision, Decision)
+    assert decision.attempt == attempt
+    assert decision.error_type == type(error).__name__
+    if decision.action != "retry":
+        assert (decision.delay_seconds, decision.transport) == (0, None)
+        return
+    rule = policy.rules[decision.rule_index] if decision.rule_index is not None else None
+    budget = rule.max_attempts if rule is not None and rule.max_attempts is not None else policy.max_attempts
+    assert attempt < budget
+    assert not isinstance(error, NonRetryableError)
+    cap = (rule.backoff if rule is not None and rule.backoff is not None else policy.backoff).max_seconds
+    assert 0 <= decision.delay_seconds <= math.ceil(cap)
+    if decision.transport == "sqs-delay":
+        assert decision.delay_seconds <= SQS_MAX_DELAY_SECONDS
+    if decision.transport == "visibility":
+        assert decision.delay_seconds <= VISIBILITY_MAX_SECONDS
+    if policy.transport == "auto":
+        assert decision.transport == ("sqs-delay" if decision.delay_seconds <= 900 else "scheduler")
+
+
+# --- envelopes ------------------------------------------------------------------------------------
+
+# any unicode, lone surrogates included: the envelope must not be what corrupts a body
+any_text = st.text(alphabet=st.characters(exclude_categories=()), max_size=200)
+
+
+@st.composite
+def message_attributes(draw: st.DrawFn) -> MessageAttribute:
+    kind = draw(st.sampled_from(["String", "Number", "Binary", "String.custom"]))
+    if kind == "Binary":
+        return {"DataType": kind, "BinaryValue": base64.b64encode(draw(st.binary(max_size=64))).decode()}
+    if kind == "Number":
+        return {"DataType": kind, "StringValue": str(draw(st.integers()))}
+    return {"DataType": kind, "StringValue": draw(any_text)}
+
+
+attribute_maps = st.dictionaries(st.text(min_size=1, max_size=20), message_attributes(), max_size=5)
+
+
+def _original(body: str, attributes: dict[str, MessageAttribute], message_id: str) -> Incoming:
+    # built directly: an arbitrary body may itself look like an envelope, which unwrap would judge
+    context = RetryContext(message_id, 1, None, (), "arn:aws:sqs:us-east-1:123456789012:q")
+    return Incoming("original", body, attributes, context, None, None)
+
+
+@FAST
+@given(any_text, attribute_maps, st.text(min_size=1, max_size=80), st.integers(1, 14), any_text)
+def test_envelope_round_trips_any_body_and_attributes(
+    body: str, attributes: dict[str, MessageAttribute], message_id: str, retries: int, error_text: str
+) -> None:
+    incoming = _original(body, attributes, message_id)
+    for n in range(1, retries + 1):
+        decision = Decision("retry", n, "sqs-delay", n, None, "p", "ValueError")
+        text = encode(
+            next_envelope(incoming, decision, ValueError(error_text), now=NOW + timedelta(seconds=n))
+        )
+        assert sqs_message_size(text) >= len(text)  # counting never crashes, bytes >= characters
+        incoming = unwrap(text, {}, message_id=f"copy-{n}", source="elsewhere")
+        assert incoming.kind == "envelope", incoming.problem
+        assert incoming.body == body
+        assert incoming.attributes == attributes
+        assert incoming.context.id == message_id
+        assert incoming.context.attempt == n + 1
+        assert incoming.context.first_failed_at == NOW + timedelta(seconds=1)
+        assert len(incoming.context.history) == min(n, HISTORY_LIMIT)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=15,
+)
+
+
+def _valid_document() -> dict[str, Any]:
+    return {
+        ENVELOPE_KEY: {
+            "v": 1,
+            "id": "m",
+            "attempt": 2,
+            "first_failed_at": "2026-11-30T10:00:00Z",
+            "source": "s",
+            "history": [
+                {
+                    "at": "2026-11-30T10:00:00Z",
+                    "error_type": "E",
+                    "error": "",
+                    "delay_seconds": 1,
+                    "transport": "t",
+                }
+            ],
+        },
+        "body": "b",
+        "attributes": {"a": {"DataType": "String", "StringValue": "v"}},
+    }
+
+
+@st.composite
+def envelope_like(draw: st.DrawFn) -> str:
+    """A valid envelope with one value somewhere replaced by arbitrary JSON."""
+    document = _valid_document()
+    target = draw(
+        st.sampled_from(
+            [
+                (document, "body"),
+                (document, "attributes"),
+                (document["attributes"], "a"),
+                (document["attributes"]["a"], "DataType"),
+                *[(document[ENVELOPE_KEY], key) for key in document[ENVELOPE_KEY]],
+                *[
+                    (document[ENVELOPE_KEY]["history"][0], key)
+                    for key in document[ENVELOPE_KEY]["history"][0]
+                ],
+            ]
+        )
+    )
+    container, key = target
+    container[key] = draw(json_values)
+    return json.dumps(document)
+
+
+@FAST
+@given(
+    st.one_of(
+        any_text,
+        json_values.map(json.dumps),
+        json_values.map(lambda v: json.dumps({ENVELOPE_KEY: v})),
+        envelope_like(),
+    ),
+    st.integers(-5, 10**6),
+)
+def test_unwrap_never_raises_and_always_classifies(body: str, receive_count: int) -> None:
+    incoming = unwrap(body, {}, message_id="m-1", source="src", receive_count=receive_count)
+    assert incoming.kind in ("original", "envelope", "invalid")
+    assert incoming.context.attempt >= 1
+    if incoming.kind == "invalid":
+        assert incoming.problem
+        assert incoming.body == body  # the raw body, verbatim
+    elif incoming.kind == "original":
+        assert incoming.body == body
+    else:
+        assert incoming.meta is not None
+        assert 1 <= incoming.context.attempt <= 10_000
