@@ -23,13 +23,15 @@ JITTERS: tuple[Jitter, ...] = get_args(Jitter)
 # would overflow the datetime arithmetic that turns a delay into a Scheduler at().
 MAX_DELAY_SECONDS = 365 * 24 * 3600
 
+__all__ = ["JITTERS", "MAX_DELAY_SECONDS", "STRATEGIES", "Backoff", "Jitter", "Strategy"]
+
 _T = TypeVar("_T", bound=str)
 
 
 # --- field validators shared with policy.py -------------------------------------------------------
 
 
-def _kind(value: object) -> str:
+def json_kind(value: object) -> str:
     """A JSON-ish name for a value's type, for error messages."""
     if value is None:
         return "null"
@@ -56,8 +58,8 @@ def fmt(value: float) -> str:
 def require_number(value: object, path: str, *, minimum: float = 0.0, maximum: float = math.inf) -> float:
     """A finite int or float (bools are not numbers here) within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PolicyError(path, f"must be a number, got {_kind(value)}")
-    if not math.isfinite(value):
+        raise PolicyError(path, f"must be a number, got {json_kind(value)}")
+    if isinstance(value, float) and not math.isfinite(value):  # (a huge int would overflow isfinite)
         raise PolicyError(path, f"must be a finite number, got {value}")
     if value < minimum:
         raise PolicyError(path, f"must be >= {fmt(minimum)}, got {fmt(value)}")
@@ -71,7 +73,7 @@ def require_int(value: object, path: str, *, minimum: int, maximum: int | None =
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PolicyError(path, f"must be an integer, got {_kind(value)} {value!r}")
+        raise PolicyError(path, f"must be an integer, got {json_kind(value)} {value!r}")
     if value < minimum:
         raise PolicyError(path, f"must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
@@ -81,7 +83,7 @@ def require_int(value: object, path: str, *, minimum: int, maximum: int | None =
 
 def require_bool(value: object, path: str) -> bool:
     if not isinstance(value, bool):
-        raise PolicyError(path, f"must be true or false, got {_kind(value)} {value!r}")
+        raise PolicyError(path, f"must be true or false, got {json_kind(value)} {value!r}")
     return value
 
 
@@ -93,7 +95,7 @@ def require_choice(value: object, path: str, choices: Sequence[_T]) -> _T:
 
 def require_object(value: object, path: str) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
-        raise PolicyError(path, f"must be an object, got {_kind(value)}")
+        raise PolicyError(path, f"must be an object, got {json_kind(value)}")
     return cast(Mapping[str, object], value)
 
 

@@ -18,6 +18,7 @@ from typing import Literal, get_args
 from serverless_retry.backoff import (
     Backoff,
     fmt,
+    json_kind,
     require_bool,
     require_choice,
     require_int,
@@ -29,6 +30,8 @@ from serverless_retry.errors import HttpError, NonRetryableError, PolicyError, R
 __all__ = [
     "MAX_ATTEMPTS_LIMIT",
     "SQS_MAX_DELAY_SECONDS",
+    "TRANSPORTS",
+    "UNMATCHED",
     "VISIBILITY_MAX_SECONDS",
     "Action",
     "Decision",
@@ -37,6 +40,8 @@ __all__ = [
     "Rule",
     "Transport",
     "Unmatched",
+    "http_status_of",
+    "retry_after_hint",
     "retry_after_seconds",
 ]
 
@@ -80,7 +85,7 @@ def _given(fields: Mapping[str, object]) -> dict[str, object]:
 
 def _require_list(value: object, path: str) -> list[object] | tuple[object, ...]:
     if not isinstance(value, list | tuple):
-        raise PolicyError(path, f"must be an array, got {type(value).__name__} {value!r}")
+        raise PolicyError(path, f"must be an array, got {json_kind(value)}")
     return value
 
 

@@ -141,6 +141,7 @@ BAD: list[tuple[Any, str, str]] = [
     ({"backoff": 10}, "backoff", "must be an object"),
     ({"backoff": {"jiter": "full"}}, "backoff.jiter", "unknown field"),
     ({"backoff": {"base_seconds": -1}}, "backoff.base_seconds", "must be >= 0"),
+    ({"backoff": {"max_seconds": 10**400}}, "backoff.max_seconds", "must be <= 31536000"),
     (
         {"backoff": {"base_seconds": 20, "max_seconds": 10}},
         "backoff.max_seconds",
