@@ -62,6 +62,7 @@ __all__ = [
     "BatchResult",
     "IdempotentProcessor",
     "RetryingConsumer",
+    "consumer_from_env",
     "idempotent_processor",
     "short_traceback",
 ]
@@ -413,6 +414,18 @@ class RetryingConsumer:
                     counts.invalid_envelope += 1
                 else:
                     counts.exhausted += 1
+
+
+def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsumer:
+    """The consumer the Lambda handler runs, built from the environment (``os.environ`` by default):
+    settings validated, processor imported, idempotency wrapped in when a table is configured.
+    Raises ``ConfigError`` naming the variable at fault. The local runtime calls this with each
+    function's own environment."""
+    settings = ConsumerSettings.from_env(environ)
+    processor = settings.load_processor()
+    if settings.idempotency_table:
+        processor = idempotent_processor(processor, settings.idempotency_table)
+    return RetryingConsumer.from_settings(settings, processor)
 
 
 def _receive_count(record: Mapping[str, Any]) -> int:

@@ -10,23 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from serverless_retry.config import ConsumerSettings
-from serverless_retry.consumer import BatchResponse, RetryingConsumer, idempotent_processor
+from serverless_retry.consumer import BatchResponse, consumer_from_env
 
-__all__ = ["create_consumer", "handler"]
+__all__ = ["consumer", "handler"]
 
-
-def create_consumer(environ: Mapping[str, str] | None = None) -> RetryingConsumer:
-    """Build the consumer from the environment (``os.environ`` by default). The local runtime calls
-    this with each function's own environment."""
-    settings = ConsumerSettings.from_env(environ)
-    processor = settings.load_processor()
-    if settings.idempotency_table:
-        processor = idempotent_processor(processor, settings.idempotency_table)
-    return RetryingConsumer.from_settings(settings, processor)
-
-
-consumer = create_consumer()
+consumer = consumer_from_env()
 
 
 @consumer.logger.inject_lambda_context(clear_state=True)
