@@ -110,8 +110,8 @@ class Stack:
         return out
 
     def drain(self, url: str) -> list[dict[str, Any]]:
-        """Receive and delete every visible message."""
-        messages = self.receive(url)
+        """Receive and delete every visible message (up to 5000)."""
+        messages = self.receive(url, limit=500)
         for m in messages:
             self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
         return messages
