@@ -1,0 +1,189 @@
+"""Start and stop the local AWS emulator (moto in server mode) on a free 127.0.0.1 port.
+
+    with Emulator() as emu:
+        boto3.client("sqs", **emu.client_kwargs()).list_queues()
+        subprocess.run(["terraform", "apply", ...], env={**os.environ, **emu.env()})
+
+Why a child process rather than moto's ``ThreadedMotoServer`` in this process: moto keeps its state
+in module globals, so an in-process server would share it with every ``mock_aws`` test in the same
+pytest process (which resets it) and with any second emulator; the compatibility patches
+(:mod:`serverless_retry.local.moto_patches`) would leak into the caller; and the server would
+compete for this process's GIL with the runtime. A child gets its own state, its own patches and
+its own interpreter, and ``stop()`` ends it for certain. The runtime then reads everything through
+the AWS API, exactly as it would against a real endpoint: the one thing moto could not serve that
+way, a function's deployed code, is served by the ``lambda_code_location_unreachable`` patch at the
+URL GetFunction returns, as AWS does with its presigned S3 URL.
+
+This module imports nothing from moto; the child (:mod:`serverless_retry.local.emulator_server`)
+does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["ACCOUNT_ID", "FAKE_CREDENTIALS", "Emulator", "EmulatorError"]
+
+# moto's default account: every ARN the emulator hands out carries it.
+ACCOUNT_ID = "123456789012"
+# Credentials that only the emulator accepts; never the user's real ones.
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+_START_TIMEOUT_SECONDS = 60.0
+_STOP_TIMEOUT_SECONDS = 10.0
+
+
+class EmulatorError(RuntimeError):
+    """The emulator could not start or died."""
+
+
+class Emulator:
+    """moto server in a child process, bound to 127.0.0.1 on a free port.
+
+    ``patches`` names the compatibility patches to apply (default: all of them); pass ``()`` to get
+    raw moto, which the patch tests use to prove each gap still exists.
+    """
+
+    def __init__(
+        self,
+        *,
+        region: str = "us-east-1",
+        patches: tuple[str, ...] | None = None,
+        log_path: Path | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.region = region
+        self.account_id = ACCOUNT_ID
+        self._patches = patches
+        self._log_path = log_path
+        self._python = python
+        self._proc: subprocess.Popen[str] | None = None
+        self._log_file: Any = None
+        self._url: str | None = None
+        self.applied_patches: list[str] = []
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise EmulatorError("the emulator is not running: call start() first")
+        return self._url
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> str:
+        if self._proc is not None:
+            raise EmulatorError("the emulator is already started")
+        cmd = [self._python, "-m", "serverless_retry.local.emulator_server", "--host", "127.0.0.1"]
+        if self._patches is not None:
+            cmd += ["--patches", ",".join(self._patches) or "none"]
+        if self._log_path is not None:
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log_file = self._log_path.open("a", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(FAKE_CREDENTIALS)
+        env["AWS_DEFAULT_REGION"] = self.region
+        # stdin stays a pipe that only we hold: the child exits when it reads EOF, so it cannot
+        # outlive this process even when we are killed without a chance to call stop().
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log_file if self._log_file is not None else subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        try:
+            ready = self._read_ready_line()
+        except BaseException:
+            self.stop()
+            raise
+        self._url = str(ready["url"])
+        self.applied_patches = [str(p) for p in ready.get("patches", [])]
+        return self._url
+
+    def _read_ready_line(self) -> dict[str, Any]:
+        assert self._proc is not None
+        assert self._proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self._proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    raise EmulatorError(
+                        f"the emulator exited with code {self._proc.returncode} before it was ready"
+                        + (f" (see {self._log_path})" if self._log_path else "")
+                    )
+                if sel.select(timeout=0.2):
+                    line = self._proc.stdout.readline()
+                    if line.startswith("{"):
+                        parsed: dict[str, Any] = json.loads(line)
+                        return parsed
+        finally:
+            sel.close()
+        raise EmulatorError(f"the emulator was not ready within {_START_TIMEOUT_SECONDS:.0f} s")
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        self._url = None
+        if proc is not None:
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            if proc.poll() is None:
+                proc.terminate()
+            try:
+                proc.wait(timeout=_STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=_STOP_TIMEOUT_SECONDS)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def env(self) -> dict[str, str]:
+        """Environment for a process that should talk only to this emulator (terraform, handlers)."""
+        return {
+            **FAKE_CREDENTIALS,
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+        }
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``boto3.client(service, **kwargs)`` aimed at this emulator."""
+        return {
+            "endpoint_url": self.url,
+            "region_name": self.region,
+            "aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            "aws_session_token": FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+        }
+
+    def __enter__(self) -> Emulator:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,108 @@
+"""The emulator child process: moto's server app with our compatibility patches, on 127.0.0.1.
+
+Started by :class:`serverless_retry.local.emulator.Emulator`; not meant to be run by hand, though
+``python -m serverless_retry.local.emulator_server --port 5000`` works for debugging. It prints one
+JSON line (``{"url": ..., "patches": [...]}``) once it accepts connections, then serves until it
+reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import unquote
+
+from serverless_retry.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def _code_download(app: WsgiApp) -> WsgiApp:
+    """Serve deployed Lambda zips at the Code.Location the ``lambda_code_location_unreachable``
+    patch hands out; everything else goes to moto."""
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if not path.startswith(CODE_ROUTE + "/"):
+            return app(environ, start_response)
+        from moto.awslambda.models import lambda_backends
+
+        parts = [unquote(p) for p in path[len(CODE_ROUTE) + 1 :].split("/")]
+        try:
+            account, region, name, version = parts
+            fn = lambda_backends[account][region].get_function(
+                name, None if version == "$LATEST" else version
+            )
+            body: bytes = fn.code_bytes
+        except Exception as exc:  # any lookup failure is a 404 for the caller
+            message = f"no deployed code at {path}: {exc}".encode()
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [message]
+        start_response("200 OK", [("Content-Type", "application/zip"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return wrapped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--patches",
+        default="all",
+        help=f"comma-separated patch names, 'all' or 'none'; known: {', '.join(PATCHES)}",
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    app = DomainDispatcherApplication(create_backend_app)
+    server = make_server(
+        args.host, args.port, _code_download(app), threaded=True, request_handler=MotoRequestHandler
+    )
+    url = f"http://{args.host}:{server.server_port}"
+    names: list[str] | None
+    if args.patches == "all":
+        names = None
+    elif args.patches == "none":
+        names = []
+    else:
+        names = [n for n in args.patches.split(",") if n]
+    apply_patches(names, PatchContext(server_url=url))
+    applied = list(PATCHES) if names is None else names
+
+    def shutdown(*_: Any) -> None:
+        # shutdown() blocks until serve_forever returns, so never call it on the serving thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+
+    def watch_parent() -> None:
+        while sys.stdin.read(4096):
+            pass
+        shutdown()
+
+    threading.Thread(target=watch_parent, daemon=True).start()
+    print(json.dumps({"url": url, "patches": applied}), flush=True)
+    server.serve_forever()
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

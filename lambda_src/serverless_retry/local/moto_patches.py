@@ -1,0 +1,459 @@
+"""The smallest fixes that let our modules apply to moto 5.2 and behave there as on AWS.
+
+Each patch is named after the moto behaviour it corrects, changes one thing, and can be undone.
+Only the emulator child (:mod:`serverless_retry.local.emulator_server`) applies them, so they never
+leak into a user's process. ``tests/integration/test_moto_patches.py`` proves, for each one, that raw
+moto still behaves wrongly (so the patch is still needed: a moto upgrade that fixes the gap makes
+that test fail, and the patch can go) and that the patched emulator behaves like AWS.
+
+Gaps the patches do not cover because the runtime does the work: schedules never fire and pipes
+never run in moto (:mod:`serverless_retry.local.runtime` does both for schedules).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+__all__ = ["PATCHES", "Patch", "PatchContext", "apply_patches", "patched"]
+
+Undo = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class PatchContext:
+    """What a patch may need to know about the server it runs in."""
+
+    server_url: str = "http://127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Patch:
+    name: str
+    corrects: str
+    install: Callable[[PatchContext], Undo]
+
+
+def _replace(owner: Any, attr: str, new: Any) -> Undo:
+    old = owner.__dict__[attr]
+    setattr(owner, attr, new)
+
+    def undo() -> None:
+        setattr(owner, attr, old)
+
+    return undo
+
+
+# --- SQS ---------------------------------------------------------------------------------------
+
+
+def _sqs_drops_redrive_allow_policy(_: PatchContext) -> Undo:
+    # moto stores RedriveAllowPolicy (setattr from the attribute name) but neither returns it nor
+    # accepts it as an attribute name to read (InvalidAttributeName), so the provider fails or waits.
+    from moto.sqs.models import Queue
+
+    if "RedriveAllowPolicy" in Queue.BASE_ATTRIBUTES:
+        raise RuntimeError("moto now knows RedriveAllowPolicy: drop this patch")
+    undo_names = _replace(Queue, "BASE_ATTRIBUTES", [*Queue.BASE_ATTRIBUTES, "RedriveAllowPolicy"])
+    # Queues that never had one read the class default instead of raising AttributeError.
+    undo_default = _add(Queue, "redrive_allow_policy", None)
+    return _chain([undo_names, undo_default])
+
+
+def _sqs_redrive_policy_json_whitespace(_: PatchContext) -> Undo:
+    # moto re-serialises RedrivePolicy with json.dumps' default ", " / ": " separators; AWS returns
+    # the compact form, and the provider compares the strings, so every plan shows a change.
+    from moto.sqs.models import Queue
+
+    original = Queue.__dict__["attributes"]
+
+    def attributes(self: Any) -> dict[str, Any]:
+        result: dict[str, Any] = original.fget(self)
+        if getattr(self, "redrive_policy", None):
+            result["RedrivePolicy"] = json.dumps(self.redrive_policy, separators=(",", ":"))
+        return result
+
+    return _replace(Queue, "attributes", property(attributes))
+
+
+def _sqs_set_attributes_wipes_policy(_: PatchContext) -> Undo:
+    # moto's _set_attributes ends with `self.policy = attributes.get("Policy")`, so any
+    # SetQueueAttributes call that does not name Policy resets it to empty. AWS leaves it alone
+    # (an explicit empty string removes it).
+    from moto.sqs.models import Queue
+
+    original = Queue.__dict__["_set_attributes"]
+
+    def _set_attributes(self: Any, attributes: dict[str, Any], now: float | None = None) -> None:
+        keep = None if "Policy" in attributes else getattr(self, "_policy_json", None)
+        original(self, attributes, now)
+        if keep is not None:
+            self._policy_json = keep
+
+    return _replace(Queue, "_set_attributes", _set_attributes)
+
+
+@dataclass
+class _MoveTask:
+    handle: str
+    source_arn: str
+    destination_arn: str | None
+    rate: int | None
+    started_ms: int
+    moved: int = 0
+    to_move: int = 0
+    status: str = "RUNNING"
+    failure: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "Status": self.status,
+            "SourceArn": self.source_arn,
+            "ApproximateNumberOfMessagesMoved": self.moved,
+            "ApproximateNumberOfMessagesToMove": self.to_move,
+            "StartedTimestamp": self.started_ms,
+        }
+        if self.status == "RUNNING":
+            out["TaskHandle"] = self.handle
+        if self.destination_arn:
+            out["DestinationArn"] = self.destination_arn
+        if self.rate is not None:
+            out["MaxNumberOfMessagesPerSecond"] = self.rate
+        if self.failure:
+            out["FailureReason"] = self.failure
+        return out
+
+
+def _sqs_message_move_task_not_implemented(_: PatchContext) -> Undo:
+    # StartMessageMoveTask / ListMessageMoveTasks / CancelMessageMoveTask answer "not yet
+    # implemented". This version moves every currently visible message at once (AWS moves them in
+    # the background; a caller polling ListMessageMoveTasks sees COMPLETED on its first look).
+    from moto.core.responses import ActionResult
+    from moto.sqs.exceptions import InvalidParameterValue
+    from moto.sqs.responses import SQSResponse
+
+    tasks: dict[str, list[_MoveTask]] = {}
+    lock = threading.Lock()
+
+    def queue_by_arn(backend: Any, arn: str) -> Any:
+        for queue in backend.queues.values():
+            if queue.queue_arn == arn:
+                return queue
+        raise InvalidParameterValue(
+            f"The resource that you specified for the SourceArn parameter doesn't exist: {arn}"
+        )
+
+    def start_message_move_task(self: Any) -> Any:
+        backend = self.sqs_backend
+        source_arn = self._get_param("SourceArn")
+        destination_arn = self._get_param("DestinationArn")
+        rate = self._get_param("MaxNumberOfMessagesPerSecond")
+        source = queue_by_arn(backend, source_arn)
+        origins = [q for q in backend.queues.values() if q.dead_letter_queue is source]
+        if not origins:
+            raise InvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
+        if destination_arn:
+            destination = queue_by_arn(backend, destination_arn)
+        elif len(origins) == 1:
+            destination = origins[0]
+        else:
+            raise InvalidParameterValue(
+                "this emulator needs a DestinationArn when several queues use the same dead-letter queue"
+            )
+        task = _MoveTask(
+            handle=str(uuid.uuid4()),
+            source_arn=source_arn,
+            destination_arn=destination_arn,
+            rate=int(rate) if rate is not None else None,
+            started_ms=int(time.time() * 1000),
+        )
+        with lock:
+            running = [t for t in tasks.get(source_arn, []) if t.status == "RUNNING"]
+            if running:
+                raise InvalidParameterValue(
+                    "There is already a task running. Only one active task is allowed for a source queue arn at a given time."
+                )
+            tasks.setdefault(source_arn, []).insert(0, task)
+            movable = [m for m in source._messages if m.visible and not m.delayed]
+            task.to_move = len(movable)
+            for message in movable:
+                attrs = copy.deepcopy(message.message_attributes) or None
+                backend.send_message(
+                    destination.name,
+                    message.body,
+                    message_attributes=attrs,
+                    group_id=message.group_id,
+                    deduplication_id=message.deduplication_id,
+                )
+                source._messages.remove(message)
+                task.moved += 1
+            task.status = "COMPLETED"
+        return ActionResult({"TaskHandle": task.handle})
+
+    def list_message_move_tasks(self: Any) -> Any:
+        source_arn = self._get_param("SourceArn")
+        limit = int(self._get_param("MaxResults") or 1)
+        queue_by_arn(self.sqs_backend, source_arn)
+        with lock:
+            found = [t.describe() for t in tasks.get(source_arn, [])[:limit]]
+        return ActionResult({"Results": found})
+
+    def cancel_message_move_task(self: Any) -> Any:
+        handle = self._get_param("TaskHandle")
+        with lock:
+            for task_list in tasks.values():
+                for task in task_list:
+                    if task.handle == handle and task.status == "RUNNING":
+                        task.status = "CANCELLED"
+                        return ActionResult({"ApproximateNumberOfMessagesMoved": task.moved})
+        raise InvalidParameterValue("Task does not exist or is not running.")
+
+    undos = [
+        _add(SQSResponse, "start_message_move_task", start_message_move_task),
+        _add(SQSResponse, "list_message_move_tasks", list_message_move_tasks),
+        _add(SQSResponse, "cancel_message_move_task", cancel_message_move_task),
+    ]
+    return _chain(undos)
+
+
+def _chain(undos: list[Undo]) -> Undo:
+    def undo() -> None:
+        for u in reversed(undos):
+            u()
+
+    return undo
+
+
+def _add(owner: Any, attr: str, new: Any) -> Undo:
+    """Add a method moto does not have; refuse if it has grown one (the patch is then stale)."""
+    if attr in owner.__dict__:
+        raise RuntimeError(f"moto now implements {owner.__name__}.{attr}: drop this patch")
+    setattr(owner, attr, new)
+
+    def undo() -> None:
+        delattr(owner, attr)
+
+    return undo
+
+
+# --- Lambda ------------------------------------------------------------------------------------
+
+
+def _lambda_ignores_logging_config(_: PatchContext) -> Undo:
+    # CreateFunction/UpdateFunctionConfiguration drop LoggingConfig and GetFunction never returns
+    # it, so the provider plans to set it again on every run. AWS always returns one, with defaults.
+    from moto.awslambda.models import LambdaFunction
+
+    init = LambdaFunction.__dict__["__init__"]
+    get_configuration = LambdaFunction.__dict__["get_configuration"]
+    update_configuration = LambdaFunction.__dict__["update_configuration"]
+
+    def normalised(name: str, value: dict[str, Any] | None) -> dict[str, Any]:
+        config = {"LogFormat": "Text", "LogGroup": f"/aws/lambda/{name}"}
+        config.update({k: v for k, v in (value or {}).items() if v})
+        if config["LogFormat"] == "JSON":
+            config.setdefault("ApplicationLogLevel", "INFO")
+            config.setdefault("SystemLogLevel", "INFO")
+        else:
+            config.pop("ApplicationLogLevel", None)
+            config.pop("SystemLogLevel", None)
+        return config
+
+    def new_init(self: Any, account_id: str, spec: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        init(self, account_id, spec, *args, **kwargs)
+        self.logging_config = normalised(self.function_name, spec.get("LoggingConfig"))
+
+    def new_get_configuration(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        config: dict[str, Any] = get_configuration(self, *args, **kwargs)
+        config["LoggingConfig"] = getattr(self, "logging_config", normalised(self.function_name, None))
+        return config
+
+    def new_update_configuration(self: Any, updates: dict[str, Any]) -> dict[str, Any]:
+        if "LoggingConfig" in updates:
+            self.logging_config = normalised(self.function_name, updates["LoggingConfig"])
+        result: dict[str, Any] = update_configuration(self, updates)
+        return result
+
+    undos = [
+        _replace(LambdaFunction, "__init__", new_init),
+        _replace(LambdaFunction, "get_configuration", new_get_configuration),
+        _replace(LambdaFunction, "update_configuration", new_update_configuration),
+    ]
+    return _chain(undos)
+
+
+def _lambda_event_source_mapping_invokes_in_docker(_: PatchContext) -> Undo:
+    # CreateEventSourceMapping hooks the mapping onto the moto queue, and every later SendMessage
+    # then receives the batch and tries to run the function in Docker: that consumes receive counts
+    # (messages drift into the DLQ) and races the local runtime. Keep the mapping (it is listed,
+    # updated and deleted as on AWS) but never hook it onto the queue: the runtime alone consumes.
+    from moto.awslambda.models import LambdaBackend
+    from moto.sqs.models import sqs_backends
+
+    original = LambdaBackend.__dict__["create_event_source_mapping"]
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        esm = original(self, spec)
+        for queue in sqs_backends[self.account_id][self.region_name].queues.values():
+            queue.lambda_event_source_mappings.pop(esm.function_arn, None)
+        return esm
+
+    return _replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping)
+
+
+CODE_ROUTE = "/_serverless_retry/lambda-code"
+
+
+def _lambda_code_location_unreachable(ctx: PatchContext) -> Undo:
+    # GetFunction on a function uploaded as a zip returns no Code.Location at all (and for S3 code an
+    # AWS S3 URL that does not exist here). AWS returns a presigned URL from which the deployed zip
+    # can be downloaded; the emulator server serves it at CODE_ROUTE (see emulator_server.py).
+    from moto.awslambda.models import LambdaFunction
+
+    get_code = LambdaFunction.__dict__["get_code"]
+
+    def new_get_code(self: Any) -> dict[str, Any]:
+        resp: dict[str, Any] = get_code(self)
+        if getattr(self, "package_type", "Zip") == "Zip" and getattr(self, "code_bytes", b""):
+            resp["Code"] = {
+                "RepositoryType": "S3",
+                "Location": (
+                    f"{ctx.server_url}{CODE_ROUTE}/{self.account_id}/{self.region}/"
+                    f"{quote(self.function_name)}/{quote(str(self.version))}"
+                    f"?sha256={quote(self.code_sha_256, safe='')}"
+                ),
+            }
+        return resp
+
+    return _replace(LambdaFunction, "get_code", new_get_code)
+
+
+# --- EventBridge ---------------------------------------------------------------------------------
+
+
+def _events_rule_sns_target_not_implemented(_: PatchContext) -> Undo:
+    # A rule whose target is an SNS topic raises NotImplementedError inside PutEvents, which fails
+    # the whole call with a 500. Publish the (transformed) event to the topic instead, as AWS does.
+    from moto.events.models import Rule
+    from moto.events.utils import EventTemplateParser
+    from moto.sns.models import sns_backends
+
+    original = Rule.__dict__["send_to_targets"]
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        sns_targets = [t for t in self.targets if t["Arn"].split(":")[2] == "sns"]
+        if not sns_targets:
+            original(self, original_event, transform_input)
+            return
+        others = copy.copy(self)
+        others.targets = [t for t in self.targets if t not in sns_targets]
+        if others.targets:
+            original(others, original_event, transform_input)
+        if not self.event_pattern.matches_event(original_event):
+            return
+        for target in sns_targets:
+            if transform_input:
+                transformer = target.get("InputTransformer", {})
+                event: Any = EventTemplateParser.parse(
+                    input_template=transformer.get("InputTemplate"),
+                    input_paths_map=transformer.get("InputPathsMap", {}),
+                    event=original_event,
+                )
+            else:
+                event = dict(original_event)
+            if isinstance(target.get("Input"), str):
+                message = target["Input"]
+            else:
+                message = event if isinstance(event, str) else json.dumps(event, default=str)
+            arn = target["Arn"]
+            region, account = arn.split(":")[3], arn.split(":")[4]
+            sns_backends[account][region].publish(message, arn=arn)
+
+    return _replace(Rule, "send_to_targets", send_to_targets)
+
+
+PATCHES: dict[str, Patch] = {
+    p.name: p
+    for p in (
+        Patch(
+            "sqs_drops_redrive_allow_policy",
+            "SQS accepts RedriveAllowPolicy but never returns it (the provider waits forever)",
+            _sqs_drops_redrive_allow_policy,
+        ),
+        Patch(
+            "sqs_redrive_policy_json_whitespace",
+            "SQS returns RedrivePolicy with different whitespace (a perpetual plan diff)",
+            _sqs_redrive_policy_json_whitespace,
+        ),
+        Patch(
+            "sqs_set_attributes_wipes_policy",
+            "SetQueueAttributes without Policy wipes the queue's existing policy",
+            _sqs_set_attributes_wipes_policy,
+        ),
+        Patch(
+            "sqs_message_move_task_not_implemented",
+            "StartMessageMoveTask / ListMessageMoveTasks / CancelMessageMoveTask are not implemented",
+            _sqs_message_move_task_not_implemented,
+        ),
+        Patch(
+            "lambda_ignores_logging_config",
+            "Lambda drops LoggingConfig (a perpetual plan diff)",
+            _lambda_ignores_logging_config,
+        ),
+        Patch(
+            "lambda_event_source_mapping_invokes_in_docker",
+            "an enabled SQS event source mapping makes every SendMessage try to run the function in Docker",
+            _lambda_event_source_mapping_invokes_in_docker,
+        ),
+        Patch(
+            "lambda_code_location_unreachable",
+            "GetFunction gives no reachable Code.Location for the deployed zip",
+            _lambda_code_location_unreachable,
+        ),
+        Patch(
+            "events_rule_sns_target_not_implemented",
+            "PutEvents fails with a 500 when a matching rule targets an SNS topic",
+            _events_rule_sns_target_not_implemented,
+        ),
+    )
+}
+
+
+def apply_patches(names: list[str] | tuple[str, ...] | None, ctx: PatchContext) -> Undo:
+    """Apply the named patches (all when ``names`` is None); returns one undo for all of them."""
+    chosen = list(PATCHES) if names is None else list(names)
+    unknown = [n for n in chosen if n not in PATCHES]
+    if unknown:
+        raise ValueError(f"unknown moto patch(es): {', '.join(unknown)}; known: {', '.join(PATCHES)}")
+    undos: list[Undo] = []
+    try:
+        for name in chosen:
+            undos.append(PATCHES[name].install(ctx))
+    except BaseException:
+        for undo in reversed(undos):
+            undo()
+        raise
+
+    def undo_all() -> None:
+        for undo in reversed(undos):
+            undo()
+
+    return undo_all
+
+
+@contextmanager
+def patched(*names: str, ctx: PatchContext | None = None) -> Iterator[None]:
+    """Apply patches for the duration of a ``with`` block (in-process tests with ``mock_aws``)."""
+    undo = apply_patches(list(names), ctx or PatchContext())
+    try:
+        yield
+    finally:
+        undo()
