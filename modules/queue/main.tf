@@ -58,7 +58,7 @@ resource "aws_sqs_queue" "dlq" {
 
 # Only the source queue may dead-letter into the DLQ.
 resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
-  queue_url = aws_sqs_queue.dlq.id
+  queue_url = aws_sqs_queue.dlq.url
   redrive_allow_policy = jsonencode({
     redrivePermission = "byQueue"
     sourceQueueArns   = [aws_sqs_queue.source.arn]
@@ -82,16 +82,16 @@ resource "aws_sqs_queue" "exhausted" {
 }
 
 resource "aws_sqs_queue_policy" "source" {
-  queue_url = aws_sqs_queue.source.id
+  queue_url = aws_sqs_queue.source.url
   policy    = data.aws_iam_policy_document.source_queue.json
 }
 
 resource "aws_sqs_queue_policy" "dlq" {
-  queue_url = aws_sqs_queue.dlq.id
+  queue_url = aws_sqs_queue.dlq.url
   policy    = data.aws_iam_policy_document.tls_only["dlq"].json
 }
 
 resource "aws_sqs_queue_policy" "exhausted" {
-  queue_url = aws_sqs_queue.exhausted.id
+  queue_url = aws_sqs_queue.exhausted.url
   policy    = data.aws_iam_policy_document.tls_only["exhausted"].json
 }

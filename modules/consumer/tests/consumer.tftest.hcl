@@ -1,0 +1,323 @@
+# Plan-level tests of the consumer module on the mock provider (shared defaults in tests/terraform/mocks).
+mock_provider "aws" {
+  source = "../../tests/terraform/mocks"
+}
+
+override_resource {
+  target          = aws_cloudwatch_log_group.this
+  override_during = plan
+  values = {
+    arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders"
+  }
+}
+
+override_resource {
+  target          = aws_iam_role.this
+  override_during = plan
+  values = {
+    arn = "arn:aws:iam::123456789012:role/orders-consumer"
+  }
+}
+
+override_resource {
+  target          = aws_lambda_function.this
+  override_during = plan
+  values = {
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:orders"
+  }
+}
+
+variables {
+  name              = "orders"
+  package           = "../../tests/terraform/fixtures/empty.zip"
+  processor         = "orders.process:handle"
+  retry_policy_json = "{\"max_attempts\":5}"
+  queue = {
+    arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+    url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+    visibility_timeout_seconds = 180
+    dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+    exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+    exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+  }
+  scheduler = {
+    schedule_group_name = "orders-retries"
+    schedule_group_arn  = "arn:aws:scheduler:us-east-1:123456789012:schedule-group/orders-retries"
+    role_arn            = "arn:aws:iam::123456789012:role/orders-retries-scheduler"
+  }
+  tags = { team = "orders" }
+}
+
+run "function_wiring" {
+  command = plan
+
+  assert {
+    condition     = aws_lambda_function.this.handler == "serverless_retry.handlers.consumer.handler"
+    error_message = "The handler must be serverless_retry.handlers.consumer.handler."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.source_code_hash == filebase64sha256("../../tests/terraform/fixtures/empty.zip")
+    error_message = "source_code_hash must come from the package file, so a new zip redeploys."
+  }
+
+  assert {
+    condition = aws_lambda_function.this.environment[0].variables == tomap({
+      SERVERLESS_RETRY_PROCESSOR           = "orders.process:handle"
+      SERVERLESS_RETRY_POLICY              = "{\"max_attempts\":5}"
+      SERVERLESS_RETRY_QUEUE_URL           = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      SERVERLESS_RETRY_QUEUE_ARN           = "arn:aws:sqs:us-east-1:123456789012:orders"
+      SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      SERVERLESS_RETRY_DLQ_ARN             = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      SERVERLESS_RETRY_SCHEDULE_GROUP      = "orders-retries"
+      SERVERLESS_RETRY_SCHEDULER_ROLE_ARN  = "arn:aws:iam::123456789012:role/orders-retries-scheduler"
+      SERVERLESS_RETRY_MAX_MESSAGE_BYTES   = "262144"
+      POWERTOOLS_SERVICE_NAME              = "orders"
+      POWERTOOLS_METRICS_NAMESPACE         = "ServerlessRetry"
+      POWERTOOLS_LOG_LEVEL                 = "INFO"
+    })
+    error_message = "Environment wiring differs from the shared contract: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.runtime == "python3.12" && aws_lambda_function.this.architectures[0] == "arm64" && aws_lambda_function.this.timeout == 30
+    error_message = "Default runtime, architecture or timeout changed."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.tracing_config[0].mode == "PassThrough"
+    error_message = "Tracing is off by default."
+  }
+
+  assert {
+    condition     = aws_cloudwatch_log_group.this.name == "/aws/lambda/orders" && aws_cloudwatch_log_group.this.retention_in_days == 30
+    error_message = "The log group must be the function's own, with the retention input."
+  }
+
+  assert {
+    condition = alltrue([
+      aws_lambda_function.this.tags == tomap({ team = "orders" }),
+      aws_iam_role.this.tags == tomap({ team = "orders" }),
+      aws_cloudwatch_log_group.this.tags == tomap({ team = "orders" }),
+      aws_lambda_event_source_mapping.this.tags == tomap({ team = "orders" }),
+    ])
+    error_message = "Every taggable resource carries the tags."
+  }
+}
+
+run "event_source_mapping" {
+  command = plan
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.function_response_types == toset(["ReportBatchItemFailures"])
+    error_message = "The mapping must use ReportBatchItemFailures so only failed records come back."
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.event_source_arn == var.queue.arn && aws_lambda_event_source_mapping.this.function_name == "arn:aws:lambda:us-east-1:123456789012:function:orders"
+    error_message = "The mapping must connect the source queue to this function."
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.batch_size == 10 && aws_lambda_event_source_mapping.this.maximum_batching_window_in_seconds == null && length(aws_lambda_event_source_mapping.this.scaling_config) == 0
+    error_message = "Defaults: batch 10, no batching window, no concurrency cap."
+  }
+}
+
+run "event_source_mapping_scaling" {
+  command = plan
+
+  variables {
+    batch_size                      = 100
+    maximum_batching_window_seconds = 5
+    maximum_concurrency             = 20
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.batch_size == 100 && aws_lambda_event_source_mapping.this.maximum_batching_window_in_seconds == 5
+    error_message = "batch_size and the batching window pass through."
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.scaling_config[0].maximum_concurrency == 20
+    error_message = "maximum_concurrency becomes the mapping's scaling_config."
+  }
+}
+
+run "role_is_exactly_design_section_6" {
+  command = plan
+
+  assert {
+    # Every statement of every concern, as "sid | actions | resources"; nothing more may appear.
+    condition = toset(flatten([
+      for d in [
+        data.aws_iam_policy_document.consume,
+        data.aws_iam_policy_document.send,
+        data.aws_iam_policy_document.schedule,
+        data.aws_iam_policy_document.pass_role,
+        data.aws_iam_policy_document.logs,
+        data.aws_iam_policy_document.kms,
+        data.aws_iam_policy_document.xray,
+        ] : [
+        for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"
+      ]
+      ])) == toset([
+      "ConsumeSourceQueue | sqs:ChangeMessageVisibility,sqs:DeleteMessage,sqs:GetQueueAttributes,sqs:ReceiveMessage | arn:aws:sqs:us-east-1:123456789012:orders",
+      "SendRetriesAndDeadLetters | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders,arn:aws:sqs:us-east-1:123456789012:orders-dlq,arn:aws:sqs:us-east-1:123456789012:orders-exhausted",
+      "ManageRetrySchedules | scheduler:CreateSchedule,scheduler:DeleteSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
+      "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
+      "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:log-stream:*",
+    ])
+    error_message = "The consumer role's statements differ from DESIGN section 6."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for d in [data.aws_iam_policy_document.consume, data.aws_iam_policy_document.send, data.aws_iam_policy_document.schedule, data.aws_iam_policy_document.pass_role, data.aws_iam_policy_document.logs] :
+      [for s in d.statement : coalesce(s.effect, "Allow") == "Allow" && !contains(s.actions, "*") && alltrue([for a in s.actions : !endswith(a, ":*")]) && !contains(s.resources, "*")]
+    ]))
+    error_message = "No wildcard actions or resources."
+  }
+
+  assert {
+    condition     = jsonencode(data.aws_iam_policy_document.trust.statement[0].principals) == jsonencode([{ identifiers = ["lambda.amazonaws.com"], type = "Service" }])
+    error_message = "Only Lambda may assume the consumer role."
+  }
+}
+
+run "pass_role_only_the_scheduler_role_to_the_scheduler" {
+  command = plan
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.pass_role.statement) == 1 && data.aws_iam_policy_document.pass_role.statement[0].resources == toset([var.scheduler.role_arn])
+    error_message = "iam:PassRole must name exactly the scheduler role."
+  }
+
+  assert {
+    condition = jsonencode(data.aws_iam_policy_document.pass_role.statement[0].condition) == jsonencode([{
+      test     = "StringEquals"
+      values   = ["scheduler.amazonaws.com"]
+      variable = "iam:PassedToService"
+    }])
+    error_message = "iam:PassRole must be limited to iam:PassedToService = scheduler.amazonaws.com."
+  }
+}
+
+run "without_scheduler_no_scheduler_permissions" {
+  command = plan
+
+  variables {
+    scheduler = null
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.schedule.statement) == 0 && length(data.aws_iam_policy_document.pass_role.statement) == 0
+    error_message = "Without a scheduler the role may neither create schedules nor pass a role."
+  }
+
+  assert {
+    condition     = !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_SCHEDULE_GROUP") && !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN")
+    error_message = "Without a scheduler the function gets no schedule group."
+  }
+}
+
+run "kms_key_and_tracing_add_their_statements" {
+  command = plan
+
+  variables {
+    tracing = true
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      max_message_size           = 65536
+      kms_key_arn                = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    }
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.kms.statement[0].actions == toset(["kms:Decrypt", "kms:GenerateDataKey"]) && data.aws_iam_policy_document.kms.statement[0].resources == toset(["arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"])
+    error_message = "A queue key adds kms:Decrypt and kms:GenerateDataKey on exactly that key."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.xray.statement[0].actions == toset(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]) && aws_lambda_function.this.tracing_config[0].mode == "Active"
+    error_message = "Tracing turns on X-Ray and only its two write actions."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "65536"
+    error_message = "The queue's maximum message size reaches the envelope size guard."
+  }
+}
+
+run "visibility_timeout_below_six_times_function_timeout" {
+  command = plan
+
+  variables {
+    timeout = 30
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 179
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "large_batch_needs_a_batching_window" {
+  command = plan
+
+  variables {
+    batch_size = 50
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "environment_over_4kb" {
+  command = plan
+
+  variables {
+    environment = { PADDING = join("", [for i in range(1000) : "xxxxx"]) }
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "environment_may_not_override_the_wiring" {
+  command = plan
+
+  variables {
+    environment = { SERVERLESS_RETRY_POLICY = "{}" }
+  }
+
+  expect_failures = [var.environment]
+}
+
+run "processor_must_be_module_colon_function" {
+  command = plan
+
+  variables {
+    processor = "orders.process.handle"
+  }
+
+  expect_failures = [var.processor]
+}
+
+run "runtime_from_the_supported_list" {
+  command = plan
+
+  variables {
+    runtime = "python3.9"
+  }
+
+  expect_failures = [var.runtime]
+}
