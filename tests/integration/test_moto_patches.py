@@ -1,0 +1,338 @@
+"""Each moto compatibility patch: raw moto still has the gap, and the patched emulator behaves like AWS.
+
+The "raw" half is the alarm: when a moto upgrade fixes a gap, that test fails, and the patch (and
+the test) can be deleted. Both halves talk to a real emulator child through boto3, the path
+Terraform and the runtime take.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from serverless_retry.local.emulator import Emulator
+from serverless_retry.local.moto_patches import PATCHES
+
+NO_RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"})
+TLS_ONLY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Sid": "tls",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "sqs:*",
+            "Resource": "*",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    ],
+}
+
+
+class Aws:
+    """boto3 clients aimed at one emulator, with unique names per test."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self._n = 0
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, config=NO_RETRIES, **self.emulator.client_kwargs())  # type: ignore[call-overload]
+
+    def name(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}-{self._n}"
+
+    def queue(self, prefix: str, **attributes: str) -> tuple[str, str]:
+        sqs = self.client("sqs")
+        url = sqs.create_queue(QueueName=self.name(prefix), Attributes=attributes)["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        return url, arn
+
+    def function(self, **extra: Any) -> str:
+        role = self.client("iam").create_role(
+            RoleName=self.name("role"), AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
+        )["Role"]["Arn"]
+        name = self.name("fn")
+        self.client("lambda").create_function(
+            FunctionName=name,
+            Role=role,
+            Handler="app.handler",
+            Runtime="python3.12",
+            Code={"ZipFile": ZIP},
+            **extra,
+        )
+        return name
+
+
+def _zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("app.py", "def handler(event, context):\n    return None\n")
+    return buf.getvalue()
+
+
+ZIP = _zip()
+
+
+@pytest.fixture(scope="module")
+def raw() -> Iterator[Aws]:
+    with Emulator(patches=()) as emulator:
+        assert emulator.applied_patches == []
+        yield Aws(emulator)
+
+
+@pytest.fixture(scope="module")
+def patched() -> Iterator[Aws]:
+    with Emulator() as emulator:
+        assert sorted(emulator.applied_patches) == sorted(PATCHES)
+        yield Aws(emulator)
+
+
+# --- sqs_drops_redrive_allow_policy ------------------------------------------------------------
+
+ALLOW = json.dumps(
+    {"redrivePermission": "byQueue", "sourceQueueArns": ["arn:aws:sqs:us-east-1:123456789012:src"]}
+)
+
+
+def test_raw_moto_drops_redrive_allow_policy(raw: Aws) -> None:
+    url, _ = raw.queue("dlq", RedriveAllowPolicy=ALLOW)
+    sqs = raw.client("sqs")
+    assert (
+        "RedriveAllowPolicy"
+        not in sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    )
+    with pytest.raises(ClientError, match="InvalidAttributeName"):
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedriveAllowPolicy"])
+
+
+def test_patched_redrive_allow_policy_round_trips(patched: Aws) -> None:
+    url, _ = patched.queue("dlq", RedriveAllowPolicy=ALLOW)
+    plain, _ = patched.queue("plain")
+    sqs = patched.client("sqs")
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedriveAllowPolicy"])["Attributes"]
+    assert json.loads(got["RedriveAllowPolicy"]) == json.loads(ALLOW)
+    assert (
+        "RedriveAllowPolicy"
+        not in sqs.get_queue_attributes(QueueUrl=plain, AttributeNames=["All"])["Attributes"]
+    )
+
+
+# --- sqs_redrive_policy_json_whitespace -----------------------------------------------------------
+
+
+def _redrive(aws: Aws) -> tuple[str, str]:
+    _, dlq_arn = aws.queue("dlq")
+    compact = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}, separators=(",", ":"))
+    url, _ = aws.queue("src", RedrivePolicy=compact)
+    got = aws.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])
+    return compact, got["Attributes"]["RedrivePolicy"]
+
+
+def test_raw_moto_reformats_redrive_policy(raw: Aws) -> None:
+    sent, got = _redrive(raw)
+    assert got != sent
+    assert json.loads(got) == json.loads(sent)
+
+
+def test_patched_redrive_policy_comes_back_compact_as_on_aws(patched: Aws) -> None:
+    sent, got = _redrive(patched)
+    assert got == sent
+
+
+# --- sqs_set_attributes_wipes_policy ------------------------------------------------------------------
+
+
+def _policy_after_other_update(aws: Aws) -> dict[str, str]:
+    url, _ = aws.queue("pol", Policy=json.dumps(TLS_ONLY))
+    sqs = aws.client("sqs")
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "60"})
+    attrs: dict[str, str] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    attrs["_url"] = url
+    return attrs
+
+
+def test_raw_moto_wipes_policy_on_unrelated_set_queue_attributes(raw: Aws) -> None:
+    assert "Policy" not in _policy_after_other_update(raw)
+
+
+def test_patched_set_queue_attributes_keeps_policy_unless_named(patched: Aws) -> None:
+    attrs = _policy_after_other_update(patched)
+    assert attrs["VisibilityTimeout"] == "60"
+    assert json.loads(attrs["Policy"]) == TLS_ONLY
+    sqs = patched.client("sqs")
+    sqs.set_queue_attributes(QueueUrl=attrs["_url"], Attributes={"Policy": ""})
+    assert (
+        "Policy" not in sqs.get_queue_attributes(QueueUrl=attrs["_url"], AttributeNames=["All"])["Attributes"]
+    )
+
+
+# --- sqs_message_move_task_not_implemented ---------------------------------------------------------
+
+
+def _dead_lettered(aws: Aws, count: int) -> tuple[str, str, str]:
+    dlq_url, dlq_arn = aws.queue("dlq")
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})
+    src_url, _ = aws.queue("src", RedrivePolicy=redrive)
+    sqs = aws.client("sqs")
+    for i in range(count):
+        sqs.send_message(QueueUrl=src_url, MessageBody=f"m{i}")
+    # First receives use up the single allowed receive; the next receive moves them to the DLQ.
+    for _ in range(3):
+        sqs.receive_message(QueueUrl=src_url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    return src_url, dlq_url, dlq_arn
+
+
+def test_raw_moto_has_no_message_move_task(raw: Aws) -> None:
+    _, _, dlq_arn = _dead_lettered(raw, 1)
+    with pytest.raises(ClientError):
+        raw.client("sqs").start_message_move_task(SourceArn=dlq_arn)
+    with pytest.raises(ClientError):
+        raw.client("sqs").list_message_move_tasks(SourceArn=dlq_arn)
+
+
+def test_patched_message_move_task_redrives_to_the_source(patched: Aws) -> None:
+    src_url, dlq_url, dlq_arn = _dead_lettered(patched, 3)
+    sqs = patched.client("sqs")
+    in_dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert in_dlq["Attributes"]["ApproximateNumberOfMessages"] == "3"
+    assert sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]
+    (task,) = sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=1)["Results"]
+    assert task["Status"] == "COMPLETED"
+    assert task["ApproximateNumberOfMessagesMoved"] == 3
+    bodies = sorted(
+        m["Body"] for m in sqs.receive_message(QueueUrl=src_url, MaxNumberOfMessages=10)["Messages"]
+    )
+    assert bodies == ["m0", "m1", "m2"]
+    with pytest.raises(ClientError, match="Dead Letter Queue"):
+        sqs.start_message_move_task(
+            SourceArn=sqs.get_queue_attributes(QueueUrl=src_url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+        )
+
+
+# --- lambda_ignores_logging_config ----------------------------------------------------------------------
+
+LOGGING = {"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN"}
+
+
+def test_raw_moto_drops_logging_config(raw: Aws) -> None:
+    name = raw.function(LoggingConfig=LOGGING)
+    assert "LoggingConfig" not in raw.client("lambda").get_function_configuration(FunctionName=name)
+
+
+def test_patched_logging_config_round_trips_with_aws_defaults(patched: Aws) -> None:
+    lam = patched.client("lambda")
+    name = patched.function(LoggingConfig=LOGGING)
+    assert lam.get_function_configuration(FunctionName=name)["LoggingConfig"] == {
+        **LOGGING,
+        "LogGroup": f"/aws/lambda/{name}",
+    }
+    plain = patched.function()
+    assert lam.get_function(FunctionName=plain)["Configuration"]["LoggingConfig"] == {
+        "LogFormat": "Text",
+        "LogGroup": f"/aws/lambda/{plain}",
+    }
+    lam.update_function_configuration(FunctionName=plain, LoggingConfig={"LogFormat": "JSON"})
+    assert (
+        lam.get_function_configuration(FunctionName=plain)["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+    )
+
+
+# --- lambda_event_source_mapping_invokes_in_docker ------------------------------------------------------
+
+
+def _receive_count_after_send(aws: Aws) -> str:
+    name = aws.function()
+    url, arn = aws.queue("esm")
+    aws.client("lambda").create_event_source_mapping(EventSourceArn=arn, FunctionName=name, BatchSize=5)
+    sqs = aws.client("sqs")
+    sqs.send_message(QueueUrl=url, MessageBody="hello")
+    (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    return str(message["Attributes"]["ApproximateReceiveCount"])
+
+
+def test_raw_moto_consumes_a_receive_when_an_esm_exists(raw: Aws) -> None:
+    # moto received the message itself (and failed to run it in Docker) before we could.
+    assert _receive_count_after_send(raw) == "2"
+
+
+def test_patched_esm_leaves_the_queue_to_the_runtime(patched: Aws) -> None:
+    assert _receive_count_after_send(patched) == "1"
+    mappings = patched.client("lambda").list_event_source_mappings()["EventSourceMappings"]
+    assert mappings, "the mapping itself must still exist for the runtime to read"
+
+
+# --- lambda_code_location_unreachable -----------------------------------------------------------------------
+
+
+def test_raw_moto_code_location_is_not_served_locally(raw: Aws) -> None:
+    name = raw.function()
+    code = raw.client("lambda").get_function(FunctionName=name).get("Code", {})
+    assert not str(code.get("Location", "")).startswith(raw.emulator.url)
+
+
+def test_patched_code_location_serves_the_deployed_zip(patched: Aws) -> None:
+    name = patched.function()
+    location = patched.client("lambda").get_function(FunctionName=name)["Code"]["Location"]
+    assert location.startswith(patched.emulator.url)
+    with urllib.request.urlopen(location, timeout=10) as response:
+        assert response.read() == ZIP
+
+
+# --- events_rule_sns_target_not_implemented ---------------------------------------------------------------
+
+
+def _rule_to_topic(aws: Aws) -> tuple[Any, str]:
+    sns, events, sqs = aws.client("sns"), aws.client("events"), aws.client("sqs")
+    topic = sns.create_topic(Name=aws.name("topic"))["TopicArn"]
+    url, arn = aws.queue("sub")
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    rule = aws.name("rule")
+    events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["patch.test"]}))
+    events.put_targets(Rule=rule, Targets=[{"Id": "topic", "Arn": topic}])
+    return sqs, url
+
+
+def test_raw_moto_put_events_fails_with_an_sns_target(raw: Aws) -> None:
+    _rule_to_topic(raw)
+    with pytest.raises(ClientError, match="500"):
+        raw.client("events").put_events(Entries=[{"Source": "patch.test", "DetailType": "t", "Detail": "{}"}])
+
+
+def test_patched_put_events_publishes_to_the_sns_target(patched: Aws) -> None:
+    sqs, url = _rule_to_topic(patched)
+    result = patched.client("events").put_events(
+        Entries=[{"Source": "patch.test", "DetailType": "t", "Detail": json.dumps({"order": 7})}]
+    )
+    assert result["FailedEntryCount"] == 0
+    deadline = time.monotonic() + 5
+    messages: list[dict[str, Any]] = []
+    while not messages and time.monotonic() < deadline:
+        messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+    (message,) = messages
+    event = json.loads(message["Body"])
+    assert event["source"] == "patch.test"
+    assert event["detail"] == {"order": 7}
+
+
+def test_every_patch_has_a_raw_and_a_patched_test() -> None:
+    names = set(globals())
+    for patch in PATCHES:
+        assert patch.startswith(("sqs_", "lambda_", "events_")), patch
+    # One pair per patch, by count: a new patch without tests fails here.
+    raw_tests = [n for n in names if n.startswith("test_raw_moto_")]
+    patched_tests = [n for n in names if n.startswith("test_patched_")]
+    assert len(raw_tests) == len(PATCHES)
+    assert len(patched_tests) == len(PATCHES)
