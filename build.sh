@@ -47,6 +47,10 @@ cmd_package() {
   ensure_venv
   log "packaging dist/serverless-retry.zip"
   "$VENV/bin/python" scripts/build_package.py --out dist/serverless-retry.zip
+  # Each example ships its processor in the same zip as the package (the Lambda's code).
+  log "packaging dist/examples/scheduled-retry.zip"
+  "$VENV/bin/python" scripts/build_package.py \
+    --extra examples/scheduled-retry/src/orders_example --out dist/examples/scheduled-retry.zip
 }
 
 cmd_test() {

@@ -1,0 +1,49 @@
+output "queue_url" {
+  description = "Send orders here."
+  value       = module.orders.queue_url
+}
+
+output "queue_arn" {
+  description = "ARN of the orders queue."
+  value       = module.orders.queue_arn
+}
+
+output "dlq_url" {
+  description = "The orders queue's DLQ."
+  value       = module.orders.dlq_url
+}
+
+output "dlq_arn" {
+  description = "ARN of the orders queue's DLQ."
+  value       = module.orders.dlq_arn
+}
+
+output "exhausted_queue_url" {
+  description = "Orders given up on, each with the reason."
+  value       = module.orders.exhausted_queue_url
+}
+
+output "exhausted_queue_arn" {
+  description = "ARN of the retry-exhausted queue."
+  value       = module.orders.exhausted_queue_arn
+}
+
+output "function_name" {
+  description = "The consumer function."
+  value       = module.orders.function_name
+}
+
+output "schedule_group_name" {
+  description = "Schedule group of retries longer than 15 minutes."
+  value       = module.orders.schedule_group_name
+}
+
+output "scheduler_role_arn" {
+  description = "Role the retry schedules run as."
+  value       = module.orders.scheduler_role_arn
+}
+
+output "retry_policy_json" {
+  description = "The policy the consumer runs with (SERVERLESS_RETRY_POLICY)."
+  value       = module.orders.retry_policy_json
+}

@@ -1,0 +1,1 @@
+"""The scheduled-retry example's order processor: ``orders_example.process:handle``."""
