@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from serverless_retry.envelope import MessageAttribute, RetryContext
+from serverless_retry.envelope import MessageAttribute, RetryContext, attributes_from_record
 
 __all__ = ["Message", "Processor"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Message:
     """One message as the processor sees it; the retry envelope is already taken off.
 
@@ -34,6 +34,20 @@ class Message:
     def attempt(self) -> int:
         """1 for the first delivery, 2 for the first retry, ..."""
         return self.retry.attempt
+
+    if not TYPE_CHECKING:  # hidden from type checkers, so a typo in message.atributes still fails mypy
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for a field missing from the instance: the consumer's hot path leaves
+            # ``attributes`` of an original message out and lets the first read convert them from
+            # the record (Lambda's event form -> API form), as most processors never read them.
+            if name == "attributes":
+                fields = self.__dict__
+                raw = fields["record"].get("messageAttributes") if "record" in fields else None
+                value = attributes_from_record(raw) if raw else {}
+                fields["attributes"] = value
+                return value
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 # The processor contract: called once per message; returning means success, raising means failure

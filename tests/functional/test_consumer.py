@@ -7,10 +7,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 from serverless_retry.clock import FrozenClock
-from serverless_retry.envelope import schedule_name
+from serverless_retry.envelope import RetryContext, schedule_name
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
+from serverless_retry.observability import BatchCounts, ConsumerMetrics
 from serverless_retry.testing import sqs_record
 
 from .conftest import ROLE_ARN, Stack, at_of, envelope_of, event_from, failure_ids, make_consumer
@@ -66,11 +69,32 @@ def test_success_hands_the_original_to_the_processor_and_reports_nothing(
     assert message.retry.attempt == 1
     assert message.retry.id == messages[0]["MessageId"] == message.message_id
     assert message.record["receiptHandle"] == messages[0]["ReceiptHandle"]
+    # The consumer builds it on a fast path; it must equal one built the ordinary way.
+    context = RetryContext(message.message_id, 1, None, (), stack.queue_arn)
+    assert message == Message(message.message_id, '{"order": 1}', attrs, context, message.record)
+    assert message.retry == context
     assert not stack.called("SendMessageBatch")
     assert not stack.called("CreateSchedule")
     [emf] = emf_lines(capsys.readouterr().out)
     assert value(emf, "Processed") == 1
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ServerlessRetry"
+
+
+def test_emf_lines_are_what_powertools_serializes() -> None:
+    counts = BatchCounts(processed=7, exhausted=2, invalid_envelope=1)
+    counts.retry_scheduled["scheduler"] = 3
+    main, per_transport = [json.loads(line) for line in ConsumerMetrics("NS", "svc").lines(counts)]
+
+    expected = AmazonCloudWatchEMFProvider(namespace="NS", service="svc", dimension_set={"service": "svc"})
+    for name, value in (("Processed", 7), ("Exhausted", 2), ("InvalidEnvelope", 1)):
+        expected.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    document = expected.serialize_metric_set()
+    main["_aws"].pop("Timestamp")
+    document["_aws"].pop("Timestamp")  # type: ignore[misc]
+    assert main == document
+    assert per_transport["transport"] == "scheduler"
+    assert per_transport["RetryScheduled"] == [3.0]
+    assert per_transport["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service", "transport"]]
 
 
 def test_retryable_error_sends_a_delayed_copy_that_carries_the_envelope(
