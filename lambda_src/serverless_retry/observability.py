@@ -51,7 +51,9 @@ class BatchCounts:
 class _Shape:
     """One EMF line shape, serialized by Powertools once; ``render`` fills in timestamp and values."""
 
-    def __init__(self, namespace: str, service: str, names: tuple[str, ...], dimensions: dict[str, str]) -> None:
+    def __init__(
+        self, namespace: str, service: str, names: tuple[str, ...], dimensions: dict[str, str]
+    ) -> None:
         provider = AmazonCloudWatchEMFProvider(
             metric_set={},
             dimension_set={"service": service, **dimensions},
