@@ -68,6 +68,9 @@ __all__ = [
     "short_traceback",
 ]
 
+# A one-time schedule's at() must still be in the future when Scheduler receives the call (a FIFO
+# queue sends even a 0-second retry through the Scheduler); Scheduler fires with 60 s precision anyway.
+SCHEDULE_MIN_LEAD_SECONDS = 5
 TRACEBACK_FRAMES = 8
 TRACEBACK_CHARS = 2_000
 
@@ -320,7 +323,7 @@ class RetryingConsumer:
                 ScheduledRetry(
                     key=message_id,
                     name=schedule_name(meta["id"], meta["attempt"]),
-                    at=now + timedelta(seconds=decision.delay_seconds),
+                    at=now + timedelta(seconds=max(decision.delay_seconds, SCHEDULE_MIN_LEAD_SECONDS)),
                     body=body,
                     group_id=self._group_id(record, meta["id"]) if self._fifo else None,
                     description=f"serverless-retry attempt {meta['attempt']} of {meta['id']}",

@@ -443,6 +443,21 @@ def test_fifo_queue_retries_through_the_scheduler_with_the_message_group(
     assert meta["history"][0]["transport"] == "scheduler"
 
 
+def test_an_immediate_fifo_retry_is_scheduled_a_few_seconds_ahead(aws: None, clock: FrozenClock) -> None:
+    from .conftest import make_stack
+
+    stack = make_stack("instant", fifo=True)
+    policy = {"max_attempts": 5, "backoff": {"strategy": "fixed", "base_seconds": 0}}
+    consumer = make_consumer(stack, raising(RetryableError("busy")), policy, clock)
+    record = sqs_record("p", queue_arn=stack.queue_arn, message_group_id="g")
+
+    assert failure_ids(consumer({"Records": [record]})) == []
+
+    [schedule] = stack.schedules()
+    assert schedule["ScheduleExpression"] == "at(2026-11-30T10:00:05)"  # never an at() in the past
+    assert envelope_of(schedule["Target"]["Input"])["serverless_retry"]["history"][0]["delay_seconds"] == 0
+
+
 def test_fifo_exhausted_copy_keeps_the_group_and_is_deduplicated(aws: None, clock: FrozenClock) -> None:
     from .conftest import make_stack
 
