@@ -176,3 +176,14 @@ def test_handler_processes_an_event(
     assert module.consumer.targets.queue_url == stack.queue_url
     out = capsys.readouterr().out
     assert '"Processed":[1.0]' in out
+
+
+def test_clients_follow_aws_endpoint_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from serverless_retry.aws import BOTO_CONFIG, AwsClients
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5999")
+    clients = AwsClients()
+    assert clients.sqs.meta.endpoint_url == "http://127.0.0.1:5999"
+    assert clients.scheduler.meta.endpoint_url == "http://127.0.0.1:5999"
+    assert clients.sqs is clients.sqs  # created once
+    assert clients.sqs.meta.config.retries == BOTO_CONFIG.retries
