@@ -1,0 +1,373 @@
+"""Run deployed Lambda functions locally: read each function from the emulator (GetFunction: its
+configuration and, at ``Code.Location``, its zip), and invoke its handler in a worker process.
+
+Why a worker process per function rather than calling handlers in this process: functions must not
+see each other's environment variables or modules (two functions both import ``serverless_retry``
+from their own zips, at possibly different versions, and read their settings from ``os.environ``
+at import); a handler that hangs must be stoppable at its timeout; and a crash (``os._exit``, a
+segfault, a leaked thread) must cost one invocation, not the runtime. A worker is started on first
+use and kept warm, as Lambda keeps a sandbox; a new configuration or new code gets a new worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import secrets
+import site
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FunctionConfig", "FunctionPool", "InvocationResult", "LogSink", "lambda_environment"]
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+_SENTINEL_WAIT_SECONDS = 2.0
+_START_TIMEOUT_SECONDS = 30.0
+
+LogSink = Callable[[str, str, str, str], None]  # (function name, log group, log stream, line)
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """What the runtime needs of a function, from GetFunction."""
+
+    arn: str
+    name: str
+    handler: str
+    timeout: int
+    memory: int
+    version: str
+    code_sha256: str
+    code_location: str
+    environment: tuple[tuple[str, str], ...]
+    log_group: str
+    log_format: str
+    log_level: str
+    runtime: str
+
+    @classmethod
+    def from_get_function(cls, response: Mapping[str, Any]) -> FunctionConfig:
+        config = response["Configuration"]
+        logging_config = config.get("LoggingConfig") or {}
+        name = config["FunctionName"]
+        return cls(
+            arn=config["FunctionArn"],
+            name=name,
+            handler=config.get("Handler") or "",
+            timeout=int(config.get("Timeout") or 3),
+            memory=int(config.get("MemorySize") or 128),
+            version=str(config.get("Version") or "$LATEST"),
+            code_sha256=config.get("CodeSha256") or "",
+            code_location=(response.get("Code") or {}).get("Location") or "",
+            environment=tuple(sorted(((config.get("Environment") or {}).get("Variables") or {}).items())),
+            log_group=logging_config.get("LogGroup") or f"/aws/lambda/{name}",
+            log_format=logging_config.get("LogFormat") or "Text",
+            log_level=logging_config.get("ApplicationLogLevel") or "",
+            runtime=config.get("Runtime") or "",
+        )
+
+
+def lambda_environment(
+    config: FunctionConfig, *, task_root: str, log_stream: str, region: str, extra: Mapping[str, str]
+) -> dict[str, str]:
+    """The worker's whole environment, built from scratch: nothing of this process leaks in (in
+    particular no real AWS credentials: ``extra`` carries the emulator's)."""
+    env: dict[str, str] = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "TZ": ":UTC",
+    }
+    env.update(dict(config.environment))
+    # Lambda's reserved variables win over the function's own, as on AWS; then the runtime's extras
+    # (endpoint, credentials, clock scale) win over both.
+    env.update(
+        {
+            "_HANDLER": config.handler,
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{config.runtime or 'python3.12'}",
+            "AWS_LAMBDA_FUNCTION_NAME": config.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": config.version,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(config.memory),
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_LAMBDA_LOG_GROUP_NAME": config.log_group,
+            "AWS_LAMBDA_LOG_STREAM_NAME": log_stream,
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "LAMBDA_TASK_ROOT": task_root,
+        }
+    )
+    if config.log_format == "JSON":
+        env["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+        if config.log_level:
+            env["AWS_LAMBDA_LOG_LEVEL"] = config.log_level
+    env.update(extra)
+    return env
+
+
+@dataclass
+class InvocationResult:
+    request_id: str
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+    duration_ms: float = 0.0
+    timed_out: bool = False
+
+    @property
+    def error_text(self) -> str:
+        if self.error is None:
+            return ""
+        return f"{self.error.get('errorType', 'Error')}: {self.error.get('errorMessage', '')}"
+
+
+@dataclass
+class _Worker:
+    config: FunctionConfig
+    proc: subprocess.Popen[str]
+    results: queue.Queue[dict[str, Any] | None]
+    log_stream: str
+    token: str
+    sentinels: dict[str, threading.Event] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+class FunctionPool:
+    """Warm workers, one per function, created from the emulator's state on demand."""
+
+    def __init__(
+        self,
+        lambda_client: Any,
+        work_dir: Path,
+        *,
+        region: str,
+        extra_env: Mapping[str, str],
+        log_sink: LogSink | None = None,
+        python: str = sys.executable,
+        libs: list[str] | None = None,
+    ) -> None:
+        self._lambda = lambda_client
+        self._work_dir = work_dir
+        self._region = region
+        self._extra_env = dict(extra_env)
+        self._log_sink = log_sink
+        self._python = python
+        # What the Lambda runtime provides besides the zip (boto3): this interpreter's site-packages,
+        # without their .pth files, so an editable install of this project stays out.
+        self._libs = libs if libs is not None else [p for p in site.getsitepackages() if Path(p).is_dir()]
+        self._workers: dict[str, _Worker] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._pool_lock = threading.Lock()
+        self._closed = False
+        self.invocations = 0
+
+    # -- configuration and code ---------------------------------------------------------------------
+    def describe(self, function: str) -> FunctionConfig:
+        return FunctionConfig.from_get_function(self._lambda.get_function(FunctionName=function))
+
+    def _code_dir(self, config: FunctionConfig) -> Path:
+        digest = config.code_sha256.replace("/", "_").replace("+", "-").rstrip("=") or "unknown"
+        target = self._work_dir / "code" / digest
+        if (target / ".serverless-retry-complete").exists():
+            return target
+        if not config.code_location.startswith(("http://", "https://")):
+            raise RuntimeError(
+                f"function {config.name}: GetFunction gave no downloadable Code.Location "
+                f"({config.code_location!r}); is the emulator's lambda_code_location_unreachable patch on?"
+            )
+        target.mkdir(parents=True, exist_ok=True)
+        archive = target.with_suffix(".zip")
+        with urllib.request.urlopen(config.code_location, timeout=30) as response:
+            archive.write_bytes(response.read())
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(target)
+        archive.unlink()
+        (target / ".serverless-retry-complete").write_text(config.code_sha256)
+        return target
+
+    # -- workers ------------------------------------------------------------------------------------
+    def _start(self, config: FunctionConfig) -> _Worker:
+        task_root = str(self._code_dir(config))
+        stamp = datetime.now(UTC).strftime("%Y/%m/%d")
+        log_stream = f"{stamp}/[{config.version}]{uuid.uuid4().hex}"
+        env = lambda_environment(
+            config, task_root=task_root, log_stream=log_stream, region=self._region, extra=self._extra_env
+        )
+        token = f"__serverless_retry_end_{secrets.token_hex(8)}__"
+        read_fd, write_fd = os.pipe()
+        cmd = [
+            self._python,
+            "-I",
+            "-S",
+            str(WORKER_SCRIPT),
+            "--task-root",
+            task_root,
+            "--result-fd",
+            str(write_fd),
+        ]
+        cmd += ["--sentinel", token]
+        for lib in self._libs:
+            cmd += ["--lib", lib]
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=task_root,
+                pass_fds=(write_fd,),
+                text=True,
+                bufsize=1,
+            )
+        finally:
+            os.close(write_fd)
+        results: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        worker = _Worker(config, proc, results, log_stream, token)
+        threading.Thread(target=self._read_results, args=(read_fd, results), daemon=True).start()
+        threading.Thread(target=self._read_output, args=(worker,), daemon=True).start()
+        return worker
+
+    @staticmethod
+    def _read_results(fd: int, results: queue.Queue[dict[str, Any] | None]) -> None:
+        with os.fdopen(fd, "r", encoding="utf-8") as stream:
+            for line in stream:
+                with contextlib.suppress(json.JSONDecodeError):
+                    results.put(json.loads(line))
+        results.put(None)  # the worker is gone
+
+    def _read_output(self, worker: _Worker) -> None:
+        assert worker.proc.stdout is not None
+        for raw in worker.proc.stdout:
+            line = raw.rstrip("\n")
+            if line.startswith(worker.token):
+                event = worker.sentinels.get(line[len(worker.token) :].strip())
+                if event is not None:
+                    event.set()
+                continue
+            self._log(worker, line)
+
+    def _log(self, worker: _Worker, line: str) -> None:
+        if self._log_sink is not None:
+            self._log_sink(worker.config.name, worker.config.log_group, worker.log_stream, line)
+
+    def _worker_for(self, config: FunctionConfig) -> _Worker:
+        current = self._workers.get(config.arn)
+        if current is not None and current.config == config and current.alive():
+            return current
+        if current is not None:
+            self._stop_worker(current)
+        worker = self._start(config)
+        self._workers[config.arn] = worker
+        return worker
+
+    @staticmethod
+    def _stop_worker(worker: _Worker) -> None:
+        if worker.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                worker.proc.stdin.close()
+        if worker.proc.poll() is None:
+            worker.proc.terminate()
+            try:
+                worker.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                worker.proc.kill()
+                worker.proc.wait(timeout=5)
+
+    # -- invocation ---------------------------------------------------------------------------------
+    def invoke(self, function: str, event: Any, *, config: FunctionConfig | None = None) -> InvocationResult:
+        """Invoke synchronously (RequestResponse); one invocation at a time per function."""
+        if self._closed:
+            raise RuntimeError("the function pool is closed")
+        config = config or self.describe(function)
+        with self._pool_lock:
+            lock = self._locks.setdefault(config.arn, threading.Lock())
+        with lock:
+            worker = self._worker_for(config)
+            return self._invoke(worker, event)
+
+    def _invoke(self, worker: _Worker, event: Any) -> InvocationResult:
+        config = worker.config
+        request_id = str(uuid.uuid4())
+        started = time.monotonic()
+        deadline_ms = int((time.time() + config.timeout) * 1000)
+        sentinel = worker.sentinels[request_id] = threading.Event()
+        self._log(worker, f"START RequestId: {request_id} Version: {config.version}")
+        request = {
+            "request_id": request_id,
+            "event": event,
+            "deadline_ms": deadline_ms,
+            "function_arn": config.arn,
+        }
+        result: InvocationResult
+        try:
+            assert worker.proc.stdin is not None
+            worker.proc.stdin.write(json.dumps(request) + "\n")
+            worker.proc.stdin.flush()
+            reply = worker.results.get(timeout=config.timeout)
+        except queue.Empty:
+            self._stop_worker(worker)
+            self._log(worker, f"{_now_iso()} {request_id} Task timed out after {config.timeout:.2f} seconds")
+            result = InvocationResult(
+                request_id,
+                ok=False,
+                error={
+                    "errorType": "Sandbox.Timedout",
+                    "errorMessage": f"Task timed out after {config.timeout:.2f} seconds",
+                },
+                timed_out=True,
+            )
+        except (BrokenPipeError, OSError) as exc:
+            self._stop_worker(worker)
+            result = InvocationResult(
+                request_id, ok=False, error={"errorType": "Runtime.ExitError", "errorMessage": str(exc)}
+            )
+        else:
+            if reply is None:
+                code = worker.proc.wait(timeout=5)
+                message = f"RequestId: {request_id} Error: Runtime exited with error: exit status {code}"
+                self._log(worker, message)
+                result = InvocationResult(
+                    request_id, ok=False, error={"errorType": "Runtime.ExitError", "errorMessage": message}
+                )
+            else:
+                sentinel.wait(_SENTINEL_WAIT_SECONDS)
+                result = InvocationResult(
+                    request_id, ok=bool(reply.get("ok")), result=reply.get("result"), error=reply.get("error")
+                )
+                if reply.get("fatal"):
+                    self._stop_worker(worker)
+        worker.sentinels.pop(request_id, None)
+        result.duration_ms = (time.monotonic() - started) * 1000
+        self.invocations += 1
+        self._log(worker, f"END RequestId: {request_id}")
+        self._log(
+            worker,
+            f"REPORT RequestId: {request_id}\tDuration: {result.duration_ms:.2f} ms\t"
+            f"Billed Duration: {int(result.duration_ms) + 1} ms\tMemory Size: {config.memory} MB",
+        )
+        return result
+
+    def close(self) -> None:
+        self._closed = True
+        with self._pool_lock:
+            workers, self._workers = list(self._workers.values()), {}
+        for worker in workers:
+            self._stop_worker(worker)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

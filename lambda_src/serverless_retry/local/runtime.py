@@ -1,0 +1,542 @@
+"""The parts of AWS that moto stores but never runs: SQS event source mappings and EventBridge
+Scheduler one-time schedules. Everything the runtime does, it reads from the emulator's own state
+through the AWS API (ListEventSourceMappings, GetFunction and its Code.Location, ListSchedules,
+GetSchedule), never from a list of its own: apply a different root, or change a batch size with
+UpdateEventSourceMapping, and the runtime follows.
+
+Event source mappings. One poller thread per enabled mapping on an SQS queue receives up to its
+BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batch), with the
+queue's own visibility timeout, and invokes the mapped function (see
+:mod:`serverless_retry.local.functions`: the deployed zip, the function's environment, a worker
+process per function, the function's timeout). It then applies Lambda's rules for the answer
+(:func:`serverless_retry.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
+and the whole batch when the handler raised, timed out or crashed, are left alone, so the visibility
+timeout brings them back and the queue's redrive policy moves them to its DLQ after
+maxReceiveCount receives. Not emulated: FilterCriteria (a mapping with one is skipped, with a
+warning) and concurrency above one invocation at a time per function.
+
+Schedules. Every group is listed; an ENABLED schedule with an ``at()`` expression fires once the
+logical time reaches it. Its Target.Input goes to Target.Arn: SQS SendMessage (with
+SqsParameters.MessageGroupId), SNS Publish, or a Lambda asynchronous invoke through the worker
+pool. The target's RoleArn is not assumed (the emulator checks no permissions). A failed delivery
+is retried per the target's RetryPolicy (MaximumRetryAttempts, MaximumEventAgeInSeconds) with
+exponential backoff, then sent to DeadLetterConfig.Arn with Scheduler's error attributes. When the
+delivery is settled the schedule is deleted if ActionAfterCompletion is DELETE, else never fired
+again.
+
+Clock scale. With ``clock_scale = k`` the runtime and every function it invokes share one
+:class:`serverless_retry.clock.ScaledClock` (the runtime passes its epoch and scale to each function
+as SERVERLESS_RETRY_CLOCK_EPOCH / SERVERLESS_RETRY_CLOCK_SCALE): logical now = epoch + (real now -
+epoch) x k. It stays correct because each side converts at the one place time crosses over:
+- SQS delays: the consumer decides a logical delay d (and picks SQS or the Scheduler by d, so the
+  transport is the one AWS would use) and sends DelaySeconds = ceil(d / k); moto holds the message
+  for that many real seconds, which is d logical seconds. Visibility timeouts given by the consumer
+  are converted the same way. The queue's own VisibilityTimeout attribute is a real duration set
+  by Terraform, so failed batches come back after that many real seconds (use a short function
+  timeout locally).
+- Schedules: the consumer writes ``at(now_logical + d)``; the runtime fires when its logical now
+  reaches that instant, i.e. d / k real seconds later. Scheduler retry backoff is logical too.
+- Envelope timestamps and max_age are logical on both sides, so budgets hold.
+At scale 1 logical and real time coincide (that is what the redelivery benchmark measures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from serverless_retry.clock import ScaledClock
+from serverless_retry.local.emulator import FAKE_CREDENTIALS
+from serverless_retry.local.functions import FunctionPool, InvocationResult
+from serverless_retry.local.logs import LogShipper
+from serverless_retry.local.schedules import after_failure, dead_letter_attributes, parse_at
+from serverless_retry.local.sqs_events import BatchVerdict, judge_batch, sqs_event
+
+__all__ = ["Runtime", "RuntimeEvent"]
+
+_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
+_MAPPING_REFRESH_SECONDS = 0.5
+_SCHEDULE_TICK_SECONDS = 0.2
+_RECEIVE_WAIT_SECONDS = 1
+_LAMBDA_ASYNC_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class RuntimeEvent:
+    """Something the runtime did, for progress output and tests."""
+
+    kind: str  # batch | schedule-fired | schedule-retry | schedule-dead-lettered | async-invoke | warning | error
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Schedule:
+    arn: str
+    name: str
+    group: str
+    modified: Any
+    description: dict[str, Any]
+    due_at: datetime | None
+    retries_done: int = 0
+    next_attempt_at: datetime | None = None
+    settled: bool = False
+
+
+class Runtime:
+    """Runs event source mappings and schedules of the emulator at ``endpoint_url`` until stopped."""
+
+    def __init__(
+        self,
+        endpoint_url: str,
+        *,
+        region: str = "us-east-1",
+        work_dir: Path,
+        clock_scale: float = 1.0,
+        clock_epoch: float | None = None,
+        on_event: Callable[[RuntimeEvent], None] | None = None,
+        echo_logs: bool = False,
+    ) -> None:
+        if clock_scale <= 0:
+            raise ValueError("clock_scale must be > 0")
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.work_dir = work_dir
+        self.clock = ScaledClock(epoch=time.time() if clock_epoch is None else clock_epoch, scale=clock_scale)
+        self._on_event = on_event
+        self._session = boto3.session.Session(
+            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+            region_name=region,
+        )
+        self._clients_lock = threading.Lock()
+        self.logs = LogShipper(self.client("logs"), work_dir / "logs", echo=echo_logs)
+        self.functions = FunctionPool(
+            self.client("lambda"),
+            work_dir,
+            region=region,
+            extra_env={
+                **FAKE_CREDENTIALS,
+                "AWS_ENDPOINT_URL": endpoint_url,
+                "SERVERLESS_RETRY_CLOCK_SCALE": repr(float(clock_scale)),
+                "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
+            },
+            log_sink=self.logs,
+        )
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pollers: dict[str, threading.Thread] = {}
+        self._mappings: dict[str, dict[str, Any]] = {}
+        self._mappings_lock = threading.Lock()
+        self._queue_urls: dict[str, str] = {}
+        self._schedules: dict[str, _Schedule] = {}
+        self._async = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lambda-async")
+        self._warned: set[str] = set()
+        self._started = False
+        self.errors: list[str] = []
+        self.stats: dict[str, int] = {
+            "batches": 0,
+            "messages_received": 0,
+            "messages_deleted": 0,
+            "messages_left_for_retry": 0,
+            "failed_batches": 0,
+            "schedules_fired": 0,
+            "schedule_delivery_failures": 0,
+            "schedules_dead_lettered": 0,
+            "async_invocations": 0,
+        }
+        self._stats_lock = threading.Lock()
+
+    # -- plumbing -----------------------------------------------------------------------------------
+    def client(self, service: str) -> Any:
+        # boto3 sessions are not thread-safe to create clients from; clients themselves are.
+        with self._clients_lock:
+            return self._session.client(service, endpoint_url=self.endpoint_url, config=_CLIENT_CONFIG)  # type: ignore[call-overload]
+
+    def _emit(self, kind: str, **detail: Any) -> None:
+        if kind == "error":
+            self.errors.append(str(detail.get("error", detail)))
+        if self._on_event is not None:
+            with contextlib.suppress(Exception):
+                self._on_event(RuntimeEvent(kind, detail))
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self._emit("warning", message=message)
+
+    def _count(self, **deltas: int) -> None:
+        with self._stats_lock:
+            for key, value in deltas.items():
+                self.stats[key] += value
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self.logs.start()
+        for target, name in ((self._mapping_loop, "mappings"), (self._schedule_loop, "schedules")):
+            thread = threading.Thread(target=target, name=f"runtime-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def run(
+        self,
+        *,
+        until: Callable[[], bool] | None = None,
+        deadline_seconds: float = 60.0,
+        check_every: float = 0.5,
+    ) -> bool:
+        """Run until ``until()`` is true or the deadline (real seconds) passes; then stop.
+        Returns whether ``until`` was satisfied (False on the deadline)."""
+        self.start()
+        end = time.monotonic() + deadline_seconds
+        satisfied = False
+        try:
+            while time.monotonic() < end:
+                if until is not None and until():
+                    satisfied = True
+                    break
+                self._stop.wait(min(check_every, max(0.0, end - time.monotonic())))
+        finally:
+            self.stop()
+        return satisfied
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in [*self._threads, *self._pollers.values()]:
+            thread.join(timeout=15)
+        self._async.shutdown(wait=True, cancel_futures=True)
+        self.functions.close()
+        self.logs.stop()
+
+    def __enter__(self) -> Runtime:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- event source mappings ----------------------------------------------------------------------
+    def _mapping_loop(self) -> None:
+        lam = self.client("lambda")
+        while not self._stop.is_set():
+            try:
+                found: dict[str, dict[str, Any]] = {}
+                for page in lam.get_paginator("list_event_source_mappings").paginate():
+                    for mapping in page.get("EventSourceMappings", []):
+                        if str(mapping.get("EventSourceArn", "")).split(":")[2:3] == ["sqs"]:
+                            found[mapping["UUID"]] = mapping
+                with self._mappings_lock:
+                    self._mappings = found
+                for uuid in found:
+                    if uuid not in self._pollers or not self._pollers[uuid].is_alive():
+                        thread = threading.Thread(
+                            target=self._poll_mapping, args=(uuid,), name=f"esm-{uuid[:8]}", daemon=True
+                        )
+                        self._pollers[uuid] = thread
+                        thread.start()
+            except Exception as exc:
+                self._emit("error", where="list_event_source_mappings", error=repr(exc))
+            self._stop.wait(_MAPPING_REFRESH_SECONDS)
+
+    def _mapping(self, uuid: str) -> dict[str, Any] | None:
+        with self._mappings_lock:
+            return self._mappings.get(uuid)
+
+    def _queue_url(self, sqs: Any, arn: str) -> str:
+        if arn not in self._queue_urls:
+            _, _, _, _, account, name = arn.split(":", 5)
+            self._queue_urls[arn] = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
+                "QueueUrl"
+            ]
+        return self._queue_urls[arn]
+
+    def _poll_mapping(self, uuid: str) -> None:
+        sqs = self.client("sqs")
+        while not self._stop.is_set():
+            mapping = self._mapping(uuid)
+            if mapping is None:
+                return  # deleted
+            if mapping.get("State") not in ("Enabled", "Enabling", "Updating", None):
+                self._stop.wait(_MAPPING_REFRESH_SECONDS)
+                continue
+            if mapping.get("FilterCriteria"):
+                self._warn_once(
+                    uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped"
+                )
+                self._stop.wait(_MAPPING_REFRESH_SECONDS)
+                continue
+            try:
+                self._poll_once(sqs, mapping)
+            except Exception as exc:
+                self._emit("error", where=f"event source mapping {uuid}", error=repr(exc))
+                self._stop.wait(1.0)
+
+    def _receive_batch(
+        self, sqs: Any, queue_url: str, batch_size: int, window: float
+    ) -> list[dict[str, Any]]:
+        """Up to ``batch_size`` messages: with no batching window, whatever the first non-empty
+        receive brings; with one, keep receiving until the batch is full or the window (counted
+        from the first message, in real seconds) closes."""
+        batch: list[dict[str, Any]] = []
+        window_end: float | None = None
+        while not self._stop.is_set() and len(batch) < batch_size:
+            wait = _RECEIVE_WAIT_SECONDS
+            if window_end is not None:
+                left = window_end - time.monotonic()
+                if left <= 0:
+                    break
+                wait = _RECEIVE_WAIT_SECONDS if left >= _RECEIVE_WAIT_SECONDS else 0
+            got = sqs.receive_message(
+                QueueUrl=queue_url,
+                MaxNumberOfMessages=min(10, batch_size - len(batch)),
+                WaitTimeSeconds=wait,
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not got:
+                if not batch:
+                    return batch  # idle: return so the poller re-reads its mapping
+                if wait == 0:
+                    self._stop.wait(0.05)
+                continue
+            batch.extend(got)
+            if window <= 0:
+                break
+            if window_end is None:
+                window_end = time.monotonic() + window
+        return batch
+
+    def _poll_once(self, sqs: Any, mapping: dict[str, Any]) -> None:
+        queue_arn = mapping["EventSourceArn"]
+        queue_url = self._queue_url(sqs, queue_arn)
+        batch_size = int(mapping.get("BatchSize") or 10)
+        window = float(mapping.get("MaximumBatchingWindowInSeconds") or 0)
+        messages = self._receive_batch(sqs, queue_url, batch_size, window)
+        if not messages:
+            return
+        config = self.functions.describe(mapping["FunctionArn"])
+        event = sqs_event(messages, queue_arn, self.region)
+        result = self.functions.invoke(config.arn, event, config=config)
+        verdict = judge_batch(
+            [m["MessageId"] for m in messages],
+            errored=not result.ok,
+            response=result.result,
+            report_batch_item_failures="ReportBatchItemFailures"
+            in (mapping.get("FunctionResponseTypes") or []),
+            error_text=result.error_text,
+        )
+        self._delete(sqs, queue_url, messages, verdict)
+        self._count(
+            batches=1,
+            messages_received=len(messages),
+            messages_deleted=len(verdict.delete),
+            messages_left_for_retry=len(verdict.keep),
+            failed_batches=1 if verdict.complete_failure else 0,
+        )
+        self._emit(
+            "batch",
+            mapping=mapping["UUID"],
+            function=config.name,
+            queue=queue_arn,
+            size=len(messages),
+            deleted=len(verdict.delete),
+            kept=len(verdict.keep),
+            why=verdict.why,
+            request_id=result.request_id,
+            duration_ms=round(result.duration_ms, 1),
+        )
+
+    def _delete(
+        self, sqs: Any, queue_url: str, messages: list[dict[str, Any]], verdict: BatchVerdict
+    ) -> None:
+        handles = {m["MessageId"]: m["ReceiptHandle"] for m in messages}
+        ids = list(verdict.delete)
+        for i in range(0, len(ids), 10):
+            chunk = ids[i : i + 10]
+            response = sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(n), "ReceiptHandle": handles[mid]} for n, mid in enumerate(chunk)],
+            )
+            for failure in response.get("Failed", []):
+                self._emit("error", where="delete_message_batch", error=str(failure))
+
+    # -- schedules ------------------------------------------------------------------------------------
+    def _schedule_loop(self) -> None:
+        scheduler = self.client("scheduler")
+        while not self._stop.is_set():
+            try:
+                self._schedule_tick(scheduler)
+            except Exception as exc:
+                self._emit("error", where="schedules", error=repr(exc))
+                self._stop.wait(1.0)
+            self._stop.wait(_SCHEDULE_TICK_SECONDS)
+
+    def _schedule_tick(self, scheduler: Any) -> None:
+        seen: set[str] = set()
+        groups = [
+            g["Name"]
+            for page in scheduler.get_paginator("list_schedule_groups").paginate()
+            for g in page.get("ScheduleGroups", [])
+        ]
+        for group in groups:
+            for page in scheduler.get_paginator("list_schedules").paginate(GroupName=group):
+                for summary in page.get("Schedules", []):
+                    arn = summary["Arn"]
+                    seen.add(arn)
+                    known = self._schedules.get(arn)
+                    if known is None or known.modified != summary.get("LastModificationDate"):
+                        self._schedules[arn] = self._load_schedule(scheduler, summary)
+        for arn in list(self._schedules):
+            if arn not in seen:
+                del self._schedules[arn]
+        now = self.clock.now()
+        for schedule in list(self._schedules.values()):
+            if self._stop.is_set():
+                return
+            if schedule.settled or schedule.due_at is None:
+                continue
+            if schedule.description.get("State", "ENABLED") != "ENABLED":
+                continue
+            when = schedule.next_attempt_at or schedule.due_at
+            if now >= when:
+                self._fire(scheduler, schedule)
+
+    def _load_schedule(self, scheduler: Any, summary: dict[str, Any]) -> _Schedule:
+        description = scheduler.get_schedule(Name=summary["Name"], GroupName=summary["GroupName"])
+        due: datetime | None = None
+        try:
+            due = parse_at(description["ScheduleExpression"], description.get("ScheduleExpressionTimezone"))
+        except ValueError as exc:
+            self._warn_once(summary["Arn"], f"schedule {summary['Name']}: {exc}")
+        if due is None:
+            self._warn_once(
+                summary["Arn"], f"schedule {summary['Name']}: only at() expressions fire locally, skipped"
+            )
+        return _Schedule(
+            arn=summary["Arn"],
+            name=summary["Name"],
+            group=summary["GroupName"],
+            modified=summary.get("LastModificationDate"),
+            description=description,
+            due_at=due,
+        )
+
+    def _fire(self, scheduler: Any, schedule: _Schedule) -> None:
+        target = schedule.description["Target"]
+        now = self.clock.now()
+        try:
+            self._deliver(schedule, target)
+        except Exception as exc:
+            self._count(schedule_delivery_failures=1)
+            assert schedule.due_at is not None
+            decision = after_failure(
+                target.get("RetryPolicy"), retries_done=schedule.retries_done, due_at=schedule.due_at, now=now
+            )
+            if decision.action == "retry":
+                schedule.retries_done += 1
+                schedule.next_attempt_at = decision.next_attempt_at
+                self._emit("schedule-retry", schedule=schedule.name, group=schedule.group, error=repr(exc))
+                return
+            self._dead_letter(schedule, target, exc, decision.condition)
+        else:
+            self._count(schedules_fired=1)
+            self._emit(
+                "schedule-fired",
+                schedule=schedule.name,
+                group=schedule.group,
+                target=target["Arn"],
+                due_at=schedule.due_at.isoformat() if schedule.due_at else None,
+                lateness_logical_s=round((now - schedule.due_at).total_seconds(), 3)
+                if schedule.due_at
+                else None,
+            )
+        schedule.settled = True
+        if schedule.description.get("ActionAfterCompletion") == "DELETE":
+            with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
+                scheduler.delete_schedule(Name=schedule.name, GroupName=schedule.group)
+
+    def _deliver(self, schedule: _Schedule, target: dict[str, Any]) -> None:
+        arn: str = target["Arn"]
+        payload: str = target.get("Input") or "{}"
+        service = arn.split(":")[2]
+        if service == "sqs":
+            sqs = self.client("sqs")
+            params: dict[str, Any] = {"QueueUrl": self._queue_url(sqs, arn), "MessageBody": payload}
+            group_id = (target.get("SqsParameters") or {}).get("MessageGroupId")
+            if group_id:
+                params["MessageGroupId"] = group_id
+            if arn.endswith(".fifo"):
+                digest = hashlib.sha256(f"{schedule.arn}|{schedule.due_at}".encode()).hexdigest()
+                params["MessageDeduplicationId"] = digest
+            sqs.send_message(**params)
+        elif service == "sns":
+            self.client("sns").publish(TopicArn=arn, Message=payload)
+        elif service == "lambda":
+            self.invoke_async(arn, payload)
+        else:
+            raise NotImplementedError(f"schedule target service {service!r} is not emulated")
+
+    def _dead_letter(
+        self, schedule: _Schedule, target: dict[str, Any], exc: Exception, condition: str
+    ) -> None:
+        dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
+        self._count(schedules_dead_lettered=1)
+        self._emit(
+            "schedule-dead-lettered", schedule=schedule.name, group=schedule.group, dlq=dlq, error=repr(exc)
+        )
+        if not dlq:
+            return
+        sqs = self.client("sqs")
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
+        sqs.send_message(
+            QueueUrl=self._queue_url(sqs, dlq),
+            MessageBody=target.get("Input") or "{}",
+            MessageAttributes=dead_letter_attributes(
+                schedule_arn=schedule.arn,
+                target_arn=target["Arn"],
+                error_code=str(code),
+                error_message=str(exc),
+                retries=schedule.retries_done,
+                condition=condition,
+            ),
+        )
+
+    # -- asynchronous Lambda invocation --------------------------------------------------------------
+    def invoke_async(self, function: str, payload: str) -> None:
+        """Queue an Event invocation (accepted at once, as Invoke returns 202); a function error is
+        retried twice, as Lambda does by default, then dropped with an error event."""
+        event = json.loads(payload)
+        self._async.submit(self._run_async, function, event)
+
+    def _run_async(self, function: str, event: Any) -> None:
+        result: InvocationResult | None = None
+        for attempt in range(1 + _LAMBDA_ASYNC_RETRIES):
+            if self._stop.is_set():
+                return
+            result = self.functions.invoke(function, event)
+            self._count(async_invocations=1)
+            self._emit(
+                "async-invoke", function=function, attempt=attempt + 1, ok=result.ok, error=result.error_text
+            )
+            if result.ok:
+                return
+            self._stop.wait(self.clock.real_seconds(60 * (attempt + 1)))
+        self._emit("error", where=f"async invoke of {function}", error=result.error_text if result else "")

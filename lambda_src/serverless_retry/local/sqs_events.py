@@ -1,0 +1,125 @@
+"""What Lambda's SQS poller does with a batch, as pure functions: build the event from ReceiveMessage
+results, and read the function's answer to decide which messages to delete.
+
+The rules for the answer are AWS's (Lambda developer guide, "Reporting batch item failures"): with
+``ReportBatchItemFailures`` a null/empty response or an empty/null ``batchItemFailures`` list is a
+complete success; an invalid response, an item without a usable ``itemIdentifier`` or one naming a
+message not in the batch fails the whole batch. Without it, any return is success. An error (the
+handler raised, timed out or crashed) always fails the whole batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BatchVerdict", "judge_batch", "sqs_event"]
+
+# System attributes Lambda copies into each record's "attributes" when SQS returns them.
+_RECORD_ATTRIBUTES = (
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "SenderId",
+    "ApproximateFirstReceiveTimestamp",
+    "SequenceNumber",
+    "MessageGroupId",
+    "MessageDeduplicationId",
+    "AWSTraceHeader",
+    "DeadLetterQueueSourceArn",
+)
+
+
+def _event_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": value.get("DataType", "String"),
+    }
+    if "StringValue" in value:
+        out["stringValue"] = value["StringValue"]
+    if "BinaryValue" in value:
+        raw = value["BinaryValue"]
+        out["binaryValue"] = base64.b64encode(raw if isinstance(raw, bytes) else str(raw).encode()).decode()
+    return out
+
+
+def sqs_event(messages: Iterable[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """The Lambda event for ``messages`` as boto3's ReceiveMessage returns them (with
+    ``AttributeNames=["All"]`` and ``MessageAttributeNames=["All"]``)."""
+    records = []
+    for message in messages:
+        system = message.get("Attributes") or {}
+        attributes = {k: str(system[k]) for k in _RECORD_ATTRIBUTES if k in system}
+        record: dict[str, Any] = {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": attributes,
+            "messageAttributes": {
+                name: _event_attribute(value)
+                for name, value in (message.get("MessageAttributes") or {}).items()
+            },
+            "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": region,
+        }
+        if message.get("MD5OfMessageAttributes"):
+            record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
+        records.append(record)
+    return {"Records": records}
+
+
+@dataclass(frozen=True)
+class BatchVerdict:
+    """Which messages of a batch to delete; ``why`` explains a whole-batch failure."""
+
+    delete: tuple[str, ...]
+    keep: tuple[str, ...]
+    why: str = ""
+
+    @property
+    def complete_failure(self) -> bool:
+        return not self.delete and bool(self.keep) and bool(self.why)
+
+
+def judge_batch(
+    message_ids: Sequence[str],
+    *,
+    errored: bool,
+    response: Any,
+    report_batch_item_failures: bool,
+    error_text: str = "",
+) -> BatchVerdict:
+    """Apply Lambda's rules to one invocation's outcome. ``message_ids`` are the batch, in order."""
+    ids = tuple(message_ids)
+
+    def fail_all(why: str) -> BatchVerdict:
+        return BatchVerdict(delete=(), keep=ids, why=why)
+
+    if errored:
+        return fail_all(error_text or "the function returned an error")
+    if not report_batch_item_failures or response is None:
+        return BatchVerdict(delete=ids, keep=())
+    if not isinstance(response, Mapping):
+        return fail_all(f"invalid partial batch response (not an object): {response!r:.200}")
+    failures = response.get("batchItemFailures")
+    if failures is None or failures == []:
+        return BatchVerdict(delete=ids, keep=())
+    if not isinstance(failures, list):
+        return fail_all("invalid partial batch response: batchItemFailures is not a list")
+    keep: set[str] = set()
+    known = set(ids)
+    for item in failures:
+        identifier = item.get("itemIdentifier") if isinstance(item, Mapping) else None
+        if not isinstance(identifier, str) or not identifier:
+            return fail_all(f"invalid partial batch response: item {item!r:.200} has no itemIdentifier")
+        if identifier not in known:
+            return fail_all(f"invalid partial batch response: {identifier!r} is not in the batch")
+        keep.add(identifier)
+    return BatchVerdict(
+        delete=tuple(i for i in ids if i not in keep), keep=tuple(i for i in ids if i in keep)
+    )

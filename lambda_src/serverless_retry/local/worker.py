@@ -1,0 +1,162 @@
+"""One Lambda execution environment: a child process that imports a function's handler from its
+deployed code and runs one invocation at a time.
+
+The runtime starts it as ``python -I -S worker.py --task-root DIR --lib SITE_DIR...`` with an
+environment built from scratch (the function's variables, the Lambda reserved ones, emulator
+credentials). ``-I -S`` keep the caller's sys.path, .pth files (such as an editable install of
+this very project) and environment out, so ``import serverless_retry`` inside the handler finds
+the *deployed* copy in DIR first, as on Lambda where /var/task leads sys.path and the runtime
+supplies boto3. This file therefore uses the standard library only and never imports the package
+it belongs to.
+
+Protocol: one JSON object per line on stdin (``{"request_id", "event", "deadline_ms",
+"function_arn", ...}``), one JSON object per line on the result file descriptor (``--result-fd``):
+``{"request_id", "ok": true, "result": ...}`` or ``{"request_id", "ok": false, "error":
+{"errorType", "errorMessage", "stackTrace"}, "fatal": bool}``. stdout and stderr are the function's
+log output; after each invocation the worker prints ``--sentinel`` and the request id, so the
+runtime knows the invocation's output is complete. After a fatal (init) error the worker exits, as Lambda discards a sandbox whose init
+failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+_LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
+
+
+class LambdaContext:
+    """The attributes and method handlers use on AWS's context object."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.aws_request_id: str = request["request_id"]
+        self.function_name: str = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        self.function_version: str = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        self.invoked_function_arn: str = request.get("function_arn", "")
+        self.memory_limit_in_mb: str = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        self.log_group_name: str = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME", "")
+        self.log_stream_name: str = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME", "")
+        self.identity = None
+        self.client_context = None
+        self._deadline_ms = int(request["deadline_ms"])
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self._deadline_ms - int(time.time() * 1000))
+
+
+class _JsonFormatter(logging.Formatter):
+    """The shape of the Lambda Python runtime's JSON application logs."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "message": record.getMessage(),
+            "logger": record.name,
+            "requestId": getattr(record, "aws_request_id", _current["request_id"]),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD_RECORD_KEYS and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["errorType"] = record.exc_info[0].__name__ if record.exc_info[0] else None
+            out["stackTrace"] = traceback.format_exception(*record.exc_info)
+        return json.dumps(out, default=str)
+
+
+_STANDARD_RECORD_KEYS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_current = {"request_id": ""}  # the invocation in progress, for log records
+
+
+def _setup_logging() -> None:
+    # As the Lambda Python runtime does: one handler on the root logger writing to stdout; text
+    # unless the function's LoggingConfig says JSON; the root level is set only when a level is
+    # configured (so by default, as on AWS, only WARNING and above reach the logs from `logging`).
+    handler = logging.StreamHandler(sys.stdout)
+    if os.environ.get("AWS_LAMBDA_LOG_FORMAT") == "JSON":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("[%(levelname)s]\t%(asctime)s.%(msecs)03dZ\t%(message)s", "%Y-%m-%dT%H:%M:%S")
+        )
+        logging.Formatter.converter = time.gmtime
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level = os.environ.get("AWS_LAMBDA_LOG_LEVEL", "").upper()
+    if level in _LEVELS:
+        root.setLevel(_LEVELS[level])
+
+
+def _load_handler(spec: str) -> Any:
+    module_name, _, attr = spec.rpartition(".")
+    if not module_name or not attr:
+        raise ValueError(f"Bad handler '{spec}': expected module.function")
+    module = importlib.import_module(module_name)
+    handler = getattr(module, attr, None)
+    if handler is None:
+        raise AttributeError(f"Handler '{attr}' missing on module '{module_name}'")
+    return handler
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {
+        "errorType": type(exc).__name__,
+        "errorMessage": str(exc),
+        "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__)[-20:],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task-root", required=True)
+    parser.add_argument("--lib", action="append", default=[])
+    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--sentinel", required=True, help="printed after each invocation's output")
+    args = parser.parse_args(argv)
+
+    sys.path[:] = [args.task_root, *[p for p in sys.path if p], *args.lib]
+    os.chdir(args.task_root)
+    results = os.fdopen(args.result_fd, "w", buffering=1, encoding="utf-8")
+    _setup_logging()
+
+    handler: Any = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        _current["request_id"] = request["request_id"]
+        reply: dict[str, Any] = {"request_id": request["request_id"]}
+        fatal = False
+        try:
+            if handler is None:
+                try:
+                    handler = _load_handler(os.environ["_HANDLER"])
+                except Exception as exc:  # an init error fails this invocation and the sandbox
+                    fatal = True
+                    raise exc from None
+            result = handler(request["event"], LambdaContext(request))
+            json.dumps(result)  # a result Lambda cannot serialise is an error, as on AWS
+            reply.update(ok=True, result=result)
+        except Exception as exc:
+            traceback.print_exc()
+            reply.update(ok=False, error=_error(exc), fatal=fatal)
+        sys.stderr.flush()
+        # Marks the end of this invocation's output, so the runtime writes END after it.
+        print(f"{args.sentinel} {request['request_id']}", flush=True)
+        results.write(json.dumps(reply, default=str) + "\n")
+        if fatal:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
