@@ -1,6 +1,58 @@
-"""serverless-retry: Sidekiq/Celery-style retries for AWS queue consumers."""
+"""serverless-retry: Sidekiq/Celery-style retries for AWS queue consumers.
 
-from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
+The public API. Importing the package imports no boto3 client and touches no AWS: the Lambda entry
+point is ``serverless_retry.handlers.consumer.handler``, which builds the consumer from its
+environment at cold start.
+"""
 
-__all__ = ["HttpError", "NonRetryableError", "RetryableError"]
+from serverless_retry.aws import AwsClients
+from serverless_retry.backoff import Backoff
+from serverless_retry.clock import Clock, FrozenClock, ScaledClock, SystemClock
+from serverless_retry.config import ConsumerSettings, QueueTargets
+from serverless_retry.consumer import (
+    BatchResponse,
+    BatchResult,
+    IdempotentProcessor,
+    RetryingConsumer,
+    consumer_from_env,
+    idempotent_processor,
+)
+from serverless_retry.envelope import RetryContext
+from serverless_retry.errors import (
+    ConfigError,
+    HttpError,
+    NonRetryableError,
+    PolicyError,
+    RetryableError,
+)
+from serverless_retry.message import Message, Processor
+from serverless_retry.policy import Decision, RetryPolicy, Rule
+
+__all__ = [
+    "AwsClients",
+    "Backoff",
+    "BatchResponse",
+    "BatchResult",
+    "Clock",
+    "ConfigError",
+    "ConsumerSettings",
+    "Decision",
+    "FrozenClock",
+    "HttpError",
+    "IdempotentProcessor",
+    "Message",
+    "NonRetryableError",
+    "PolicyError",
+    "Processor",
+    "QueueTargets",
+    "RetryContext",
+    "RetryPolicy",
+    "RetryableError",
+    "RetryingConsumer",
+    "Rule",
+    "ScaledClock",
+    "SystemClock",
+    "consumer_from_env",
+    "idempotent_processor",
+]
 __version__ = "0.1.0"

@@ -19,7 +19,7 @@ from typing import Any
 
 from serverless_retry.clock import FrozenClock
 
-__all__ = ["FrozenClock", "LambdaContext", "lambda_context", "sqs_event", "sqs_record"]
+__all__ = ["FrozenClock", "LambdaContext", "lambda_context", "record_calls", "sqs_event", "sqs_record"]
 
 DEFAULT_QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:serverless-retry-test"
 _counter = itertools.count(1)
@@ -107,6 +107,18 @@ def sqs_event(
                 )
             )
     return {"Records": records}
+
+
+def record_calls(client: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Record every API call ``client`` makes from now on as ``(operation, params)``, e.g. to see the
+    ``DelaySeconds`` of a re-enqueued message, which a local SQS keeps invisible until it is due."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:
+        calls.append((str(model.name), dict(params)))
+
+    client.meta.events.register("provide-client-params.*.*", record)
+    return calls
 
 
 @dataclass
