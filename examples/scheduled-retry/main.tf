@@ -14,10 +14,12 @@ module "orders" {
     max_attempts = 5
     backoff      = { strategy = "exponential", base_seconds = 10, max_seconds = 3600, jitter = "full" }
     rules = [
-      # 429/503 (or a ThrottlingError): wait as long as the server asks, else a minute.
-      { errors = ["ThrottlingError"], http_status = [429, 503], honor_retry_after = true, backoff = { strategy = "fixed", base_seconds = 60 } },
+      # 429/503 (or a ThrottlingError): wait as long as the server asks, else a minute. A rule's
+      # backoff inherits what it leaves unset (here the cap and the full jitter) from the policy's,
+      # so "none" keeps these waits exact.
+      { errors = ["ThrottlingError"], http_status = [429, 503], honor_retry_after = true, backoff = { strategy = "fixed", base_seconds = 60, jitter = "none" } },
       # Timeouts are usually transient: a slightly larger budget, every 30 s.
-      { errors = ["TimeoutError", "ConnectionError"], max_attempts = 6, backoff = { strategy = "fixed", base_seconds = 30 } },
+      { errors = ["TimeoutError", "ConnectionError"], max_attempts = 6, backoff = { strategy = "fixed", base_seconds = 30, jitter = "none" } },
       # A bad order will not get better: straight to the retry-exhausted queue.
       { errors = ["ValidationError"], retry = false },
     ]

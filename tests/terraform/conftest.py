@@ -1,0 +1,147 @@
+"""The Terraform tier: drive the terraform CLI (and checkov) with plain subprocess.
+
+Why not python-terraform: 0.10.1 (2019) passes ``-force`` to destroy, stops at apply's approval
+prompt and has a broken ``output()`` with current Terraform; the CLI itself is a small, stable
+interface. Every directory is copied to a per-session workspace and initialised once there, so the
+source tree gets no ``.terraform`` or lock files and parallel sessions (xdist workers) never share
+an initialised directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ("modules/queue", "modules/scheduler", "modules/consumer", "modules/scheduled-retry")
+EXAMPLES = ("examples/scheduled-retry",)
+TF_DIRS = MODULES + EXAMPLES
+# What the workspace holds: the configurations and what their tests reference by relative path.
+COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")
+# Two cores: more concurrent terraform processes only queue up for CPU.
+PARALLEL = max(2, min(4, os.cpu_count() or 2))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.terraform)
+
+
+def terraform_env() -> dict[str, str]:
+    """The environment scripts/tf-env.sh sets up (offline provider mirror, plugin cache), read from
+    bash itself so the two can never disagree."""
+    out = subprocess.run(
+        ["bash", "-c", 'source "$1" && env -0', "tf-env", str(ROOT / "scripts" / "tf-env.sh")],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout.decode()
+    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+    # A stray endpoint must never redirect a test's terraform (the apply test sets its own).
+    for key in [k for k in env if k.startswith("AWS_ENDPOINT_URL")]:
+        del env[key]
+    env["TF_INPUT"] = "0"
+    return env
+
+
+@dataclass(frozen=True)
+class Terraform:
+    env: Mapping[str, str]
+
+    def run(
+        self,
+        args: Sequence[str],
+        cwd: Path,
+        *,
+        timeout: float = 300,
+        extra_env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["terraform", *args],
+            cwd=cwd,
+            env={**self.env, **(extra_env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def console(self, cwd: Path, expression: str, variables: Mapping[str, object] | None = None) -> object:
+        """Evaluate one expression with ``terraform console`` (no state, no credentials needed) and
+        return its value, JSON-decoded: the expression is wrapped in jsonencode() so the one line
+        console prints is a string literal whose content is JSON."""
+        # A private (empty) state per call: console locks its state, and calls run in parallel.
+        scratch = cwd / f".console-{os.getpid()}-{threading.get_ident()}"
+        args = ["console", "-no-color", f"-state={scratch}.tfstate"]
+        if variables:
+            Path(f"{scratch}.tfvars.json").write_text(json.dumps(variables))
+            args.append(f"-var-file={scratch}.tfvars.json")
+        try:
+            result = self.run(args, cwd, stdin=f"jsonencode({expression})\n", timeout=120)
+        finally:
+            for suffix in (".tfvars.json", ".tfstate", ".tfstate.lock.info"):
+                Path(f"{scratch}{suffix}").unlink(missing_ok=True)
+        if result.returncode != 0:
+            raise AssertionError(f"terraform console failed in {cwd}:\n{result.stdout}\n{result.stderr}")
+        line = result.stdout.strip().splitlines()[-1]
+        # An HCL string literal: JSON escapes plus $${ and %%{ for literal template markers.
+        text = json.loads(line).replace("$${", "${").replace("%%{", "%{")
+        return json.loads(text)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    terraform: Terraform
+
+    def dir(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def _ignore_state(_: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in (".terraform", ".terraform.lock.hcl") or n.endswith(".tfstate")}
+
+
+@pytest.fixture(scope="session")
+def terraform() -> Terraform:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH")
+    return Terraform(terraform_env())
+
+
+@pytest.fixture(scope="session")
+def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """Every module and example copied to one directory and initialised (once per session)."""
+    root = tmp_path_factory.mktemp("tf-workspace")
+    for relative in COPIED:
+        shutil.copytree(ROOT / relative, root / relative, ignore=_ignore_state)
+
+    def init(relative: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+        return relative, terraform.run(["init", "-backend=false", "-no-color"], root / relative)
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        failed = [(d, r) for d, r in pool.map(init, TF_DIRS) if r.returncode != 0]
+    if failed:
+        pytest.fail(
+            "terraform init failed:\n" + "\n".join(f"{d}:\n{r.stdout}\n{r.stderr}" for d, r in failed)
+        )
+    return Workspace(root, terraform)
+
+
+@pytest.fixture(autouse=True)
+def _example_sources_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example's processor package lives in examples/scheduled-retry/src, not in lambda_src."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "scheduled-retry" / "src"))

@@ -1,0 +1,184 @@
+"""examples/scheduled-retry applies to the local emulator (moto server with the project's
+compatibility patches), a second plan is empty, and what was created is what DESIGN §6 says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from serverless_retry.local.emulator import Emulator
+from serverless_retry.policy import RetryPolicy
+
+from tests.terraform.conftest import ROOT, Terraform, _ignore_state
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = "examples/scheduled-retry"
+FUNCTION_TIMEOUT = 5
+
+
+@dataclass(frozen=True)
+class Applied:
+    emulator: Emulator
+    directory: Path
+    outputs: dict[str, Any]
+    second_plan: subprocess.CompletedProcess[str]
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, **self.emulator.client_kwargs())
+
+
+def _package(tmp: Path) -> Path:
+    """The example's zip: the one ./build.sh package made, else a fresh build."""
+    built = ROOT / "dist" / "examples" / "scheduled-retry.zip"
+    if built.is_file():
+        return built
+    out = tmp / "scheduled-retry.zip"
+    subprocess.run(
+        [sys.executable, "scripts/build_package.py", "--extra", f"{EXAMPLE}/src/orders_example", "--out", str(out)],
+        cwd=ROOT, check=True, timeout=600, capture_output=True,
+    )  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def applied(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Applied]:
+    tmp = tmp_path_factory.mktemp("example-apply")
+    for relative in ("modules", "examples"):
+        shutil.copytree(ROOT / relative, tmp / relative, ignore=_ignore_state)
+    directory = tmp / EXAMPLE
+    package = _package(tmp)
+    with Emulator(log_path=tmp / "emulator.log") as emulator:
+        env = emulator.env()
+        tf_vars = [
+            f"-var=aws_endpoint_url={emulator.url}",
+            f"-var=function_timeout={FUNCTION_TIMEOUT}",
+            f"-var=package={package}",
+        ]
+        init = terraform.run(["init", "-no-color"], directory, extra_env=env)
+        assert init.returncode == 0, init.stdout + init.stderr
+        apply = terraform.run(
+            ["apply", "-auto-approve", "-no-color", *tf_vars], directory, extra_env=env, timeout=600
+        )
+        assert apply.returncode == 0, (
+            f"{apply.stdout}\n{apply.stderr}\n(emulator log: {tmp / 'emulator.log'})"
+        )
+        second_plan = terraform.run(
+            ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
+        )
+        output = terraform.run(["output", "-json"], directory, extra_env=env)
+        outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
+        yield Applied(emulator, directory, outputs, second_plan)
+
+
+def test_second_plan_is_empty(applied: Applied) -> None:
+    # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
+    assert applied.second_plan.returncode == 0, applied.second_plan.stdout + applied.second_plan.stderr
+
+
+def test_queues_are_encrypted_tls_only_and_redrive_to_their_dlq(applied: Applied) -> None:
+    sqs = applied.client("sqs")
+    out = applied.outputs
+    source = sqs.get_queue_attributes(QueueUrl=out["queue_url"], AttributeNames=["All"])["Attributes"]
+    assert source["VisibilityTimeout"] == str(6 * FUNCTION_TIMEOUT)
+    assert json.loads(source["RedrivePolicy"]) == {
+        "deadLetterTargetArn": out["dlq_arn"],
+        "maxReceiveCount": 5,
+    }
+    dlq = sqs.get_queue_attributes(QueueUrl=out["dlq_url"], AttributeNames=["All"])["Attributes"]
+    assert json.loads(dlq["RedriveAllowPolicy"]) == {
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [out["queue_arn"]],
+    }
+    assert (source["MessageRetentionPeriod"], dlq["MessageRetentionPeriod"]) == ("345600", "1209600")
+    for url in (out["queue_url"], out["dlq_url"], out["exhausted_queue_url"]):
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attributes["SqsManagedSseEnabled"] == "true"
+        (deny,) = json.loads(attributes["Policy"])["Statement"]
+        assert deny["Effect"] == "Deny"
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_function_and_mapping_are_wired(applied: Applied) -> None:
+    out = applied.outputs
+    config = applied.client("lambda").get_function_configuration(FunctionName=out["function_name"])
+    assert config["Handler"] == "serverless_retry.handlers.consumer.handler"
+    env = config["Environment"]["Variables"]
+    assert env["SERVERLESS_RETRY_PROCESSOR"] == "orders_example.process:handle"
+    assert env["SERVERLESS_RETRY_QUEUE_URL"] == out["queue_url"]
+    assert env["SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL"] == out["exhausted_queue_url"]
+    assert env["SERVERLESS_RETRY_SCHEDULE_GROUP"] == out["schedule_group_name"]
+    assert env["SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"] == out["scheduler_role_arn"]
+    assert RetryPolicy.from_json(env["SERVERLESS_RETRY_POLICY"]).max_attempts == 5
+    mappings = applied.client("lambda").list_event_source_mappings(EventSourceArn=out["queue_arn"])
+    (mapping,) = mappings["EventSourceMappings"]
+    assert mapping["FunctionArn"] == config["FunctionArn"]
+    assert mapping["EventSourceArn"] == out["queue_arn"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def _statements(document: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]]:
+    def as_set(value: str | list[str]) -> set[str]:
+        return {value} if isinstance(value, str) else set(value)
+
+    return {s["Sid"]: (as_set(s["Action"]), as_set(s["Resource"])) for s in document["Statement"]}
+
+
+def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> None:
+    iam = applied.client("iam")
+    out = applied.outputs
+    role = f"{out['function_name']}-consumer"
+    (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+    account, region = applied.emulator.account_id, applied.emulator.region
+    assert _statements(document) == {
+        "ConsumeSourceQueue": (
+            {
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:ChangeMessageVisibility",
+                "sqs:GetQueueAttributes",
+            },
+            {out["queue_arn"]},
+        ),
+        "SendRetriesAndDeadLetters": (
+            {"sqs:SendMessage"},
+            {out["queue_arn"], out["dlq_arn"], out["exhausted_queue_arn"]},
+        ),
+        "ManageRetrySchedules": (
+            {"scheduler:CreateSchedule", "scheduler:DeleteSchedule"},
+            {f"arn:aws:scheduler:{region}:{account}:schedule/{out['schedule_group_name']}/*"},
+        ),
+        "PassSchedulerRole": ({"iam:PassRole"}, {out["scheduler_role_arn"]}),
+        "WriteOwnLogs": (
+            {"logs:CreateLogStream", "logs:PutLogEvents"},
+            {f"arn:aws:logs:{region}:{account}:log-group:/aws/lambda/{out['function_name']}:log-stream:*"},
+        ),
+    }
+    (pass_role,) = [s for s in document["Statement"] if s["Sid"] == "PassSchedulerRole"]
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+
+
+def test_scheduler_role_trusts_the_scheduler_and_sends_only_to_its_queue(applied: Applied) -> None:
+    iam = applied.client("iam")
+    out = applied.outputs
+    role_name = out["scheduler_role_arn"].rsplit("/", 1)[1]
+    (trust,) = iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": applied.emulator.account_id}}
+    (name,) = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
+    assert _statements(document) == {
+        "SendToTargetQueues": ({"sqs:SendMessage"}, {out["queue_arn"]}),
+        "SendToDeadLetterQueues": ({"sqs:SendMessage"}, {out["dlq_arn"]}),
+    }
+    group = applied.client("scheduler").get_schedule_group(Name=out["schedule_group_name"])
+    assert group["State"] == "ACTIVE"
