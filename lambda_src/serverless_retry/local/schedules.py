@@ -42,7 +42,10 @@ def parse_at(expression: str, timezone: str | None = "UTC") -> datetime | None:
         zone = ZoneInfo(timezone or "UTC")
     except ZoneInfoNotFoundError:
         raise ValueError(f"unknown ScheduleExpressionTimezone {timezone!r}") from None
-    local = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=zone)
+    try:
+        local = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=zone)
+    except ValueError as exc:
+        raise ValueError(f"malformed at() expression {expression!r}: {exc}") from None
     return local.astimezone(UTC)
 
 
