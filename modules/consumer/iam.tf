@@ -104,6 +104,18 @@ data "aws_iam_policy_document" "xray" {
   }
 }
 
+# Concern: Powertools idempotency records, only when a table is given.
+data "aws_iam_policy_document" "idempotency" {
+  dynamic "statement" {
+    for_each = var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
+    content {
+      sid       = "IdempotencyRecords"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+      resources = [statement.value]
+    }
+  }
+}
+
 data "aws_iam_policy_document" "consumer" {
   source_policy_documents = [
     data.aws_iam_policy_document.consume.json,
@@ -113,6 +125,7 @@ data "aws_iam_policy_document" "consumer" {
     data.aws_iam_policy_document.logs.json,
     data.aws_iam_policy_document.kms.json,
     data.aws_iam_policy_document.xray.json,
+    data.aws_iam_policy_document.idempotency.json,
   ]
 }
 

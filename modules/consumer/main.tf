@@ -19,6 +19,9 @@ locals {
       SERVERLESS_RETRY_SCHEDULE_GROUP     = var.scheduler.schedule_group_name
       SERVERLESS_RETRY_SCHEDULER_ROLE_ARN = var.scheduler.role_arn
     },
+    var.idempotency_table_arn == null ? {} : {
+      SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
+    },
   )
   environment = merge(var.environment, local.wired_environment)
 
@@ -98,6 +101,12 @@ resource "aws_lambda_event_source_mapping" "this" {
     precondition {
       condition     = var.queue.visibility_timeout_seconds >= 6 * var.timeout
       error_message = "The queue's visibility timeout (${var.queue.visibility_timeout_seconds} s) must be at least 6 x the function timeout (${var.timeout} s), i.e. >= ${6 * var.timeout} s. AWS Lambda's guidance for SQS event sources: set the source queue's visibility timeout to at least six times the timeout you configure on your function, so a batch that is throttled or retried is not received again while it is still being processed."
+    }
+
+    precondition {
+      # FIFO event sources take at most 10 records and no batching window.
+      condition     = !endswith(var.queue.arn, ".fifo") || (var.batch_size <= 10 && var.maximum_batching_window_seconds == 0)
+      error_message = "The queue is FIFO: batch_size must be at most 10 (got ${var.batch_size}) and maximum_batching_window_seconds 0 (got ${var.maximum_batching_window_seconds})."
     }
 
     precondition {

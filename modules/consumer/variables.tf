@@ -177,7 +177,7 @@ variable "environment" {
       for k in keys(var.environment) :
       (!startswith(k, "SERVERLESS_RETRY_") && !startswith(k, "POWERTOOLS_")) || contains(["SERVERLESS_RETRY_CLOCK_SCALE", "SERVERLESS_RETRY_CLOCK_EPOCH"], k)
     ])
-    error_message = "environment may not set SERVERLESS_RETRY_* or POWERTOOLS_* variables (the module wires them from its inputs); only SERVERLESS_RETRY_CLOCK_SCALE and SERVERLESS_RETRY_CLOCK_EPOCH (local emulator) are allowed."
+    error_message = "environment may not set SERVERLESS_RETRY_* or POWERTOOLS_* variables (the module wires them from its inputs, e.g. idempotency_table_arn); only SERVERLESS_RETRY_CLOCK_SCALE and SERVERLESS_RETRY_CLOCK_EPOCH (local emulator) are allowed."
   }
 }
 
@@ -213,6 +213,17 @@ variable "maximum_concurrency" {
   validation {
     condition     = var.maximum_concurrency == null || (floor(coalesce(var.maximum_concurrency, 2)) == coalesce(var.maximum_concurrency, 2) && coalesce(var.maximum_concurrency, 2) >= 2 && coalesce(var.maximum_concurrency, 2) <= 1000)
     error_message = "maximum_concurrency must be null or a whole number from 2 to 1000."
+  }
+}
+
+variable "idempotency_table_arn" {
+  description = "ARN of a DynamoDB table (partition key `id`, TTL on `expiration`) for Powertools idempotency keyed on the message's first-delivery id, or null for none. The role gets item read/write on exactly this table."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.idempotency_table_arn == null ? true : can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}$", var.idempotency_table_arn))
+    error_message = "idempotency_table_arn must be a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>)."
   }
 }
 

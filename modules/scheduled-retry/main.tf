@@ -95,6 +95,7 @@ module "consumer" {
   batch_size                      = var.batch_size
   maximum_batching_window_seconds = var.maximum_batching_window_seconds
   maximum_concurrency             = var.maximum_concurrency
+  idempotency_table_arn           = var.idempotency_table_arn
   permissions_boundary_arn        = var.permissions_boundary_arn
   tags                            = var.tags
 }

@@ -283,6 +283,12 @@ variable "environment" {
   nullable    = false
 }
 
+variable "idempotency_table_arn" {
+  description = "DynamoDB table for Powertools idempotency keyed on the message's first-delivery id (partition key `id`), or null."
+  type        = string
+  default     = null
+}
+
 variable "permissions_boundary_arn" {
   description = "Optional permissions boundary for both roles."
   type        = string

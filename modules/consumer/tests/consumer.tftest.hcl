@@ -158,6 +158,7 @@ run "role_is_exactly_design_section_6" {
         data.aws_iam_policy_document.logs,
         data.aws_iam_policy_document.kms,
         data.aws_iam_policy_document.xray,
+        data.aws_iam_policy_document.idempotency,
         ] : [
         for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"
       ]
@@ -252,6 +253,43 @@ run "kms_key_and_tracing_add_their_statements" {
     condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "65536"
     error_message = "The queue's maximum message size reaches the envelope size guard."
   }
+}
+
+run "idempotency_table" {
+  command = plan
+
+  variables {
+    idempotency_table_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders-idempotency"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_IDEMPOTENCY_TABLE"] == "orders-idempotency"
+    error_message = "The handler gets the table's name."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.idempotency.statement[0].actions == toset(["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]) && data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
+    error_message = "Item read/write on exactly the idempotency table."
+  }
+}
+
+run "fifo_queue_limits_the_batch" {
+  command = plan
+
+  variables {
+    batch_size                      = 10
+    maximum_batching_window_seconds = 1
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "visibility_timeout_below_six_times_function_timeout" {
