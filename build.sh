@@ -80,6 +80,7 @@ cmd_bench() {
   ensure_venv
   local b
   for b in benchmarks/*.py; do
+    [[ "$(basename "$b")" == _* ]] && continue  # shared helpers, not benchmarks
     log "$b"
     "$VENV/bin/python" "$b"
   done
