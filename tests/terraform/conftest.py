@@ -14,10 +14,11 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pytest
 
@@ -27,6 +28,8 @@ EXAMPLES = ("examples/scheduled-retry",)
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")
+K = TypeVar("K")
+V = TypeVar("V")
 # Two cores: more concurrent terraform processes only queue up for CPU.
 PARALLEL = max(2, min(4, os.cpu_count() or 2))
 
@@ -145,3 +148,32 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
 def _example_sources_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The example's processor package lives in examples/scheduled-retry/src, not in lambda_src."""
     monkeypatch.syspath_prepend(str(ROOT / "examples" / "scheduled-retry" / "src"))
+
+
+class Runs(Generic[K, V]):
+    """``fn(key)`` for a fixed set of keys, computed once each.
+
+    In a single pytest process the first lookup starts every key in a thread pool (terraform
+    processes of different directories overlap). Under pytest-xdist each worker only computes the
+    keys its own tests ask for: pre-starting everything would redo all of it on every worker.
+    """
+
+    def __init__(self, fn: Callable[[K], V], keys: Iterable[K]) -> None:
+        self._fn = fn
+        self._keys = list(keys)
+        self._futures: dict[K, Future[V]] = {}
+        self._pool = ThreadPoolExecutor(PARALLEL)
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key: K) -> V:
+        with self._lock:
+            if key not in self._futures:
+                wanted = [key] if os.environ.get("PYTEST_XDIST_WORKER") else self._keys
+                for k in wanted:
+                    if k not in self._futures:
+                        self._futures[k] = self._pool.submit(self._fn, k)
+            future = self._futures[key]
+        return future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -4,7 +4,7 @@ RetryPolicy.from_json, and compare decisions and the scheduler choice with the P
 from __future__ import annotations
 
 import random
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ from serverless_retry import HttpError
 from serverless_retry.config import needs_scheduler
 from serverless_retry.policy import RetryPolicy
 
-from tests.terraform.conftest import PARALLEL, Workspace
+from tests.terraform.conftest import Runs, Workspace
 
 MODULE = "modules/scheduled-retry"
 EXAMPLE = "examples/scheduled-retry"
@@ -61,10 +61,10 @@ FIFO_CASES = ("caps_fit_sqs", "forced_sqs_delay", "every_field")
 
 
 @pytest.fixture(scope="module")
-def rendered(workspace: Workspace) -> dict[tuple[str, bool], dict[str, Any]]:
+def rendered(workspace: Workspace) -> Iterator[Runs[tuple[str, bool], dict[str, Any]]]:
     """For each case, on a standard and on a FIFO queue: the JSON and the module's scheduler decision."""
 
-    def render(key: tuple[str, bool]) -> tuple[tuple[str, bool], dict[str, Any]]:
+    def render(key: tuple[str, bool]) -> dict[str, Any]:
         name, fifo = key
         value = workspace.terraform.console(
             workspace.dir(MODULE),
@@ -72,16 +72,16 @@ def rendered(workspace: Workspace) -> dict[tuple[str, bool], dict[str, Any]]:
             {**REQUIRED, "retry_policy": CASES[name], "fifo": fifo},
         )
         assert isinstance(value, dict)
-        return key, value
+        return value
 
-    keys = [(name, False) for name in CASES] + [(name, True) for name in FIFO_CASES]
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        return dict(pool.map(render, keys))
+    runs = Runs(render, [(name, False) for name in CASES] + [(name, True) for name in FIFO_CASES])
+    yield runs
+    runs.close()
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_python_accepts_the_rendered_policy(
-    rendered: dict[tuple[str, bool], dict[str, Any]], name: str
+    rendered: Runs[tuple[str, bool], dict[str, Any]], name: str
 ) -> None:
     policy = RetryPolicy.from_json(rendered[name, False]["policy"])
     given = CASES[name]
@@ -93,12 +93,12 @@ def test_python_accepts_the_rendered_policy(
     assert len(policy.rules) == len(given.get("rules", []))
 
 
-def test_unset_fields_take_the_python_defaults(rendered: dict[tuple[str, bool], dict[str, Any]]) -> None:
+def test_unset_fields_take_the_python_defaults(rendered: Runs[tuple[str, bool], dict[str, Any]]) -> None:
     assert RetryPolicy.from_json(rendered["defaults", False]["policy"]).to_dict() == RetryPolicy().to_dict()
 
 
 def test_a_rule_backoff_inherits_what_it_leaves_unset(
-    rendered: dict[tuple[str, bool], dict[str, Any]],
+    rendered: Runs[tuple[str, bool], dict[str, Any]],
 ) -> None:
     policy = RetryPolicy.from_json(rendered["every_field", False]["policy"])
     quota = policy.rules[1]
@@ -116,7 +116,7 @@ def test_a_rule_backoff_inherits_what_it_leaves_unset(
     ("name", "fifo"), [(n, False) for n in CASES] + [(n, True) for n in FIFO_CASES], ids=str
 )
 def test_scheduler_created_exactly_when_python_needs_it(
-    rendered: dict[tuple[str, bool], dict[str, Any]], name: str, fifo: bool
+    rendered: Runs[tuple[str, bool], dict[str, Any]], name: str, fifo: bool
 ) -> None:
     value = rendered[name, fifo]
     policy = RetryPolicy.from_json(value["policy"])

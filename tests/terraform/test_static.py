@@ -7,12 +7,13 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.terraform.conftest import MODULES, PARALLEL, ROOT, TF_DIRS, Terraform, Workspace
+from tests.terraform.conftest import MODULES, ROOT, TF_DIRS, Runs, Terraform, Workspace
 
 CHECKOV_SKIP = re.compile(r"#\s*checkov:skip=([A-Z0-9_]+)(?::(.*))?")
 
@@ -25,20 +26,22 @@ def test_fmt_check(terraform: Terraform) -> None:
 
 
 @pytest.fixture(scope="module")
-def validations(workspace: Workspace) -> dict[str, dict[str, object]]:
-    def validate(relative: str) -> tuple[str, dict[str, object]]:
+def validations(workspace: Workspace) -> Iterator[Runs[str, dict[str, Any]]]:
+    def validate(relative: str) -> dict[str, Any]:
         result = workspace.terraform.run(["validate", "-json", "-no-color"], workspace.dir(relative))
-        return relative, json.loads(result.stdout)
+        report: dict[str, Any] = json.loads(result.stdout)
+        return report
 
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        return dict(pool.map(validate, TF_DIRS))
+    runs = Runs(validate, TF_DIRS)
+    yield runs
+    runs.close()
 
 
 @pytest.mark.parametrize("relative", TF_DIRS)
-def test_validate(validations: dict[str, dict[str, object]], relative: str) -> None:
+def test_validate(validations: Runs[str, dict[str, Any]], relative: str) -> None:
     report = validations[relative]
     assert report["valid"] is True, json.dumps(report["diagnostics"], indent=2)
-    warnings = [d for d in report["diagnostics"] if d["severity"] == "warning"]  # type: ignore[attr-defined]
+    warnings = [d for d in report["diagnostics"] if d["severity"] == "warning"]
     assert warnings == [], json.dumps(warnings, indent=2)
 
 
