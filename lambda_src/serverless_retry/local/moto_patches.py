@@ -58,14 +58,26 @@ def _replace(owner: Any, attr: str, new: Any) -> Undo:
 def _sqs_drops_redrive_allow_policy(_: PatchContext) -> Undo:
     # moto stores RedriveAllowPolicy (setattr from the attribute name) but neither returns it nor
     # accepts it as an attribute name to read (InvalidAttributeName), so the provider fails or waits.
+    # Like AWS, an empty one (how the provider deletes it) is not returned at all.
     from moto.sqs.models import Queue
 
     if "RedriveAllowPolicy" in Queue.BASE_ATTRIBUTES:
         raise RuntimeError("moto now knows RedriveAllowPolicy: drop this patch")
-    undo_names = _replace(Queue, "BASE_ATTRIBUTES", [*Queue.BASE_ATTRIBUTES, "RedriveAllowPolicy"])
-    # Queues that never had one read the class default instead of raising AttributeError.
-    undo_default = _add(Queue, "redrive_allow_policy", None)
-    return _chain([undo_names, undo_default])
+    original = Queue.__dict__["attributes"]
+
+    def attributes(self: Any) -> dict[str, Any]:
+        result: dict[str, Any] = original.fget(self)
+        if not result.get("RedriveAllowPolicy"):
+            result.pop("RedriveAllowPolicy", None)
+        return result
+
+    undos = [
+        _replace(Queue, "BASE_ATTRIBUTES", [*Queue.BASE_ATTRIBUTES, "RedriveAllowPolicy"]),
+        # Queues that never had one read the class default instead of raising AttributeError.
+        _add(Queue, "redrive_allow_policy", None),
+        _replace(Queue, "attributes", property(attributes)),
+    ]
+    return _chain(undos)
 
 
 def _sqs_redrive_policy_json_whitespace(_: PatchContext) -> Undo:
