@@ -17,6 +17,11 @@ variable "package" {
     condition     = endswith(var.package, ".zip")
     error_message = "package must be the path of a .zip file (build one with ./build.sh package)."
   }
+
+  validation {
+    condition     = fileexists(var.package)
+    error_message = "package ${var.package} does not exist: build it with ./build.sh package, or give the path of your own zip."
+  }
 }
 
 variable "processor" {

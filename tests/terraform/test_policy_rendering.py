@@ -17,7 +17,9 @@ from tests.terraform.conftest import Runs, Workspace
 
 MODULE = "modules/scheduled-retry"
 EXAMPLE = "examples/scheduled-retry"
-REQUIRED = {"name": "orders", "package": "unused.zip", "processor": "orders.process:handle"}
+# Paths relative to the directory console runs in: the package must exist, its content is unused.
+PACKAGE = "../../tests/terraform/fixtures/empty.zip"
+REQUIRED = {"name": "orders", "package": PACKAGE, "processor": "orders.process:handle"}
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
 # Policies exercising every field; the scheduler decision is compared on a standard queue for all of
@@ -125,7 +127,9 @@ def test_scheduler_created_exactly_when_python_needs_it(
 
 @pytest.fixture(scope="module")
 def example_policy(workspace: Workspace) -> RetryPolicy:
-    text = workspace.terraform.console(workspace.dir(EXAMPLE), "module.orders.retry_policy_json")
+    text = workspace.terraform.console(
+        workspace.dir(EXAMPLE), "module.orders.retry_policy_json", {"package": PACKAGE}
+    )
     assert isinstance(text, str)
     return RetryPolicy.from_json(text)
 

@@ -359,3 +359,13 @@ run "runtime_from_the_supported_list" {
 
   expect_failures = [var.runtime]
 }
+
+run "package_must_exist" {
+  command = plan
+
+  variables {
+    package = "../../dist/no-such-package.zip"
+  }
+
+  expect_failures = [var.package]
+}
