@@ -14,13 +14,16 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.terraform.stack import ExampleStack
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ("modules/queue", "modules/scheduler", "modules/consumer", "modules/scheduled-retry")
@@ -34,11 +37,24 @@ V = TypeVar("V")
 PARALLEL = max(2, min(4, os.cpu_count() or 2))
 
 
+HERE = Path(__file__).parent
+APPLY_TESTS = HERE / "test_example_apply.py"
+
+
+def _ours(item: pytest.Item) -> bool:
+    return HERE in Path(str(item.fspath)).parents
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.terraform)
+    """Mark this tier `terraform`, and run the example-apply tests last within it: their apply
+    starts in the background with the tier's first test (see example_stack)."""
+    ours = [i for i, item in enumerate(items) if _ours(item)]
+    for i in ours:
+        items[i].add_marker(pytest.mark.terraform)
+    block = [items[i] for i in ours]
+    block.sort(key=lambda item: Path(str(item.fspath)) == APPLY_TESTS)  # stable: order kept otherwise
+    for i, item in zip(ours, block, strict=True):
+        items[i] = item
 
 
 def terraform_env() -> dict[str, str]:
@@ -114,7 +130,7 @@ class Workspace:
         return self.root / relative
 
 
-def _ignore_state(_: str, names: list[str]) -> set[str]:
+def ignore_state(_: str, names: list[str]) -> set[str]:
     return {n for n in names if n in (".terraform", ".terraform.lock.hcl") or n.endswith(".tfstate")}
 
 
@@ -130,7 +146,7 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
     """Every module and example copied to one directory and initialised (once per session)."""
     root = tmp_path_factory.mktemp("tf-workspace")
     for relative in COPIED:
-        shutil.copytree(ROOT / relative, root / relative, ignore=_ignore_state)
+        shutil.copytree(ROOT / relative, root / relative, ignore=ignore_state)
 
     def init(relative: str) -> tuple[str, subprocess.CompletedProcess[str]]:
         return relative, terraform.run(["init", "-backend=false", "-no-color"], root / relative)
@@ -177,3 +193,21 @@ class Runs(Generic[K, V]):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def example_stack(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleStack]:
+    from tests.terraform.stack import ExampleStack
+
+    stack = ExampleStack(terraform, tmp_path_factory.mktemp("example-apply"))
+    yield stack
+    stack.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_example_apply_early(request: pytest.FixtureRequest) -> None:
+    """When this process will run the apply tests, start the apply now so it overlaps the rest of the
+    tier. Under xdist another worker may get them, so each worker applies only on demand."""
+    wanted = any(Path(str(item.fspath)) == APPLY_TESTS for item in request.session.items)
+    if wanted and not os.environ.get("PYTEST_XDIST_WORKER") and shutil.which("terraform"):
+        request.getfixturevalue("example_stack").start()

@@ -4,79 +4,19 @@ compatibility patches), a second plan is empty, and what was created is what DES
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from serverless_retry.local.emulator import Emulator
 from serverless_retry.policy import RetryPolicy
 
-from tests.terraform.conftest import ROOT, Terraform, _ignore_state
+from tests.terraform.stack import FUNCTION_TIMEOUT, Applied, ExampleStack
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = "examples/scheduled-retry"
-FUNCTION_TIMEOUT = 5
-
-
-@dataclass(frozen=True)
-class Applied:
-    emulator: Emulator
-    directory: Path
-    outputs: dict[str, Any]
-    second_plan: subprocess.CompletedProcess[str]
-
-    def client(self, service: str) -> Any:
-        return boto3.client(service, **self.emulator.client_kwargs())
-
-
-def _package(tmp: Path) -> Path:
-    """The example's zip: the one ./build.sh package made, else a fresh build."""
-    built = ROOT / "dist" / "examples" / "scheduled-retry.zip"
-    if built.is_file():
-        return built
-    out = tmp / "scheduled-retry.zip"
-    subprocess.run(
-        [sys.executable, "scripts/build_package.py", "--extra", f"{EXAMPLE}/src/orders_example", "--out", str(out)],
-        cwd=ROOT, check=True, timeout=600, capture_output=True,
-    )  # fmt: skip
-    return out
-
 
 @pytest.fixture(scope="module")
-def applied(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Applied]:
-    tmp = tmp_path_factory.mktemp("example-apply")
-    for relative in ("modules", "examples"):
-        shutil.copytree(ROOT / relative, tmp / relative, ignore=_ignore_state)
-    directory = tmp / EXAMPLE
-    package = _package(tmp)
-    with Emulator(log_path=tmp / "emulator.log") as emulator:
-        env = emulator.env()
-        tf_vars = [
-            f"-var=aws_endpoint_url={emulator.url}",
-            f"-var=function_timeout={FUNCTION_TIMEOUT}",
-            f"-var=package={package}",
-        ]
-        init = terraform.run(["init", "-no-color"], directory, extra_env=env)
-        assert init.returncode == 0, init.stdout + init.stderr
-        apply = terraform.run(
-            ["apply", "-auto-approve", "-no-color", *tf_vars], directory, extra_env=env, timeout=600
-        )
-        assert apply.returncode == 0, (
-            f"{apply.stdout}\n{apply.stderr}\n(emulator log: {tmp / 'emulator.log'})"
-        )
-        second_plan = terraform.run(
-            ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
-        )
-        output = terraform.run(["output", "-json"], directory, extra_env=env)
-        outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
-        yield Applied(emulator, directory, outputs, second_plan)
+def applied(example_stack: ExampleStack) -> Applied:
+    return example_stack.result()
 
 
 def test_second_plan_is_empty(applied: Applied) -> None:
