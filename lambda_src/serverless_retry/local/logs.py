@@ -12,6 +12,7 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,16 @@ _MAX_BATCH = 5_000  # PutLogEvents accepts 10,000 events; stay well inside
 
 
 class LogShipper:
-    def __init__(self, logs_client: Any, log_dir: Path, *, echo: bool = False) -> None:
+    def __init__(
+        self,
+        logs_client: Any,
+        log_dir: Path,
+        *,
+        echo: bool = False,
+        tap: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._logs = logs_client
+        self._tap = tap
         self._log_dir = log_dir
         self._echo = echo
         self._pending: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -43,6 +52,8 @@ class LogShipper:
             fh.write(line + "\n")
         if self._echo:
             print(f"[{function}] {line}", flush=True)
+        if self._tap is not None:
+            self._tap(function, line)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="log-shipper", daemon=True)

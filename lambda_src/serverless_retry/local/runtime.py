@@ -108,6 +108,7 @@ class Runtime:
         clock_epoch: float | None = None,
         on_event: Callable[[RuntimeEvent], None] | None = None,
         echo_logs: bool = False,
+        log_tap: Callable[[str, str], None] | None = None,
     ) -> None:
         if clock_scale <= 0:
             raise ValueError("clock_scale must be > 0")
@@ -123,7 +124,7 @@ class Runtime:
             region_name=region,
         )
         self._clients_lock = threading.Lock()
-        self.logs = LogShipper(self.client("logs"), work_dir / "logs", echo=echo_logs)
+        self.logs = LogShipper(self.client("logs"), work_dir / "logs", echo=echo_logs, tap=log_tap)
         self.functions = FunctionPool(
             self.client("lambda"),
             work_dir,

@@ -1,0 +1,268 @@
+"""Where did every message end? (pure)
+
+The evidence is what a user could look at on AWS, read back from the emulator after the run:
+- the retry-exhausted queue: final envelopes (or verbatim bodies with a compact ``serverless_retry``
+  attribute) whose ``id`` is the first SQS message id, with outcome, attempt and history;
+- the source queue's DLQ: messages whose message id (an original) or envelope id (a retry copy)
+  names the sent message;
+- the function's CloudWatch Logs: the example processor's ``order accepted`` record for each
+  success (with the envelope ``id`` and ``attempt``), the consumer's ``retry planned`` records
+  (attempt and transport of each retry) and its EMF lines (the ``Processed`` count).
+
+A message is *processed* when its processor logged a success. If a processor logs no per-message
+success (the records are filtered by log level, say), processed messages are counted from the
+consumer's EMF ``Processed`` metric instead: each message not found in any other final place counts
+as processed only while that metric covers it, and the report says which evidence it used.
+Anything left over is *unaccounted*; a message in two final places is a *conflict*.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Accounting",
+    "LogEvidence",
+    "MessageFate",
+    "SentMessage",
+    "account",
+    "parse_final",
+    "parse_log_lines",
+]
+
+ENVELOPE_KEY = "serverless_retry"
+SUCCESS_MESSAGE = "order accepted"
+RETRY_MESSAGE_PREFIX = "processing failed; retry"
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    message_id: str
+    label: str
+    order_id: str
+    expected: str = ""
+
+
+@dataclass
+class LogEvidence:
+    successes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # id -> attempts
+    retries: dict[str, dict[int, str]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )  # id -> attempt -> transport
+    emf_processed: int = 0
+    emf: Counter[str] = field(default_factory=Counter)
+    lines: int = 0
+
+
+def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
+    """Read the function's log lines (JSON ones; others are skipped)."""
+    evidence = LogEvidence()
+    for line in lines:
+        evidence.lines += 1
+        text = line.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        aws = record.get("_aws")
+        if isinstance(aws, dict):
+            for directive in aws.get("CloudWatchMetrics") or []:
+                for metric in directive.get("Metrics") or []:
+                    name = metric.get("Name")
+                    value = record.get(name)
+                    # A value is a number or, as Powertools writes it, a list of numbers.
+                    values = value if isinstance(value, list) else [value]
+                    if isinstance(name, str):
+                        evidence.emf[name] += int(sum(v for v in values if isinstance(v, int | float)))
+            continue
+        message = record.get("message")
+        if message == SUCCESS_MESSAGE and isinstance(record.get("id"), str):
+            attempt = record.get("attempt")
+            evidence.successes[record["id"]].append(attempt if isinstance(attempt, int) else 0)
+        elif isinstance(message, str) and message.startswith(RETRY_MESSAGE_PREFIX):
+            retry_id, attempt = record.get("retry_id"), record.get("attempt")
+            if isinstance(retry_id, str) and isinstance(attempt, int):
+                evidence.retries[retry_id][attempt] = str(record.get("transport", "?"))
+    evidence.emf_processed = evidence.emf.get("Processed", 0)
+    return evidence
+
+
+@dataclass(frozen=True)
+class FinalRecord:
+    """One message found in the retry-exhausted queue or the DLQ."""
+
+    place: str  # "exhausted" or "dlq"
+    id: str  # the sent message id it stands for
+    outcome: str
+    attempt: int
+    transports: tuple[str, ...]
+    reason: str = ""
+
+
+def parse_final(place: str, message: Mapping[str, Any]) -> FinalRecord:
+    """Decode a message received from the exhausted queue or the DLQ (boto3 ReceiveMessage shape)."""
+    body = message.get("Body", "")
+    meta: dict[str, Any] = {}
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and isinstance(document.get(ENVELOPE_KEY), dict):
+        meta = document[ENVELOPE_KEY]
+    else:
+        attribute = (message.get("MessageAttributes") or {}).get(ENVELOPE_KEY) or {}
+        try:
+            compact = json.loads(attribute.get("StringValue", "") or "{}")
+        except ValueError:
+            compact = {}
+        meta = compact if isinstance(compact, dict) else {}
+    raw_history = meta.get("history")
+    history: list[Any] = raw_history if isinstance(raw_history, list) else []
+    transports = tuple(str(h.get("transport", "?")) for h in history if isinstance(h, dict))
+    raw_attempt = meta.get("attempt")
+    attempt: int = raw_attempt if isinstance(raw_attempt, int) else 0
+    receive_count = (message.get("Attributes") or {}).get("ApproximateReceiveCount")
+    if place == "dlq":
+        outcome = "dlq"
+        if not attempt and receive_count:
+            attempt = int(receive_count)
+    else:
+        outcome = str(meta.get("outcome") or "unknown")
+    ident = meta.get("id") if isinstance(meta.get("id"), str) and place == "exhausted" else None
+    if place == "dlq" and isinstance(meta.get("id"), str):
+        ident = meta["id"]
+    return FinalRecord(
+        place=place,
+        id=str(ident or message.get("MessageId", "")),
+        outcome=outcome,
+        attempt=attempt,
+        transports=transports,
+        reason=str(meta.get("reason") or ""),
+    )
+
+
+@dataclass(frozen=True)
+class MessageFate:
+    sent: SentMessage
+    outcome: str  # processed | exhausted | non-retryable | invalid-envelope | too-large-to-retry | dlq | unaccounted | conflict
+    attempts: int
+    transports: tuple[str, ...]
+    evidence: str  # processor-log | emf-count | exhausted-queue | dlq | none | several
+    deliveries: int = 1  # success records for this id (> 1: at-least-once duplicate)
+    note: str = ""
+
+
+@dataclass
+class Accounting:
+    fates: list[MessageFate]
+    emf_processed: int
+    unknown_finals: list[FinalRecord]
+
+    @property
+    def totals(self) -> Counter[str]:
+        return Counter(f.outcome for f in self.fates)
+
+    @property
+    def processed(self) -> int:
+        return self.totals["processed"]
+
+    @property
+    def dlq(self) -> int:
+        return self.totals["dlq"]
+
+    @property
+    def exhausted_by_reason(self) -> dict[str, int]:
+        skip = {"processed", "dlq", "unaccounted", "conflict"}
+        return {k: v for k, v in sorted(self.totals.items()) if k not in skip}
+
+    @property
+    def balanced(self) -> bool:
+        """processed + exhausted (by reason) + DLQ == sent, nothing unaccounted or in two places,
+        and nothing final that we did not send."""
+        t = self.totals
+        return (
+            t["unaccounted"] == 0
+            and t["conflict"] == 0
+            and not self.unknown_finals
+            and self.processed + sum(self.exhausted_by_reason.values()) + self.dlq == len(self.fates)
+        )
+
+
+def _transports(evidence: LogEvidence, ident: str, final: FinalRecord | None) -> tuple[str, ...]:
+    if final is not None and final.transports:
+        return final.transports
+    retries = evidence.retries.get(ident, {})
+    return tuple(retries[a] for a in sorted(retries))
+
+
+def account(sent: Sequence[SentMessage], finals: Sequence[FinalRecord], evidence: LogEvidence) -> Accounting:
+    by_id: dict[str, list[FinalRecord]] = defaultdict(list)
+    sent_ids = {s.message_id for s in sent}
+    unknown = []
+    for record in finals:
+        if record.id in sent_ids:
+            by_id[record.id].append(record)
+        else:
+            unknown.append(record)
+    fates: list[MessageFate] = []
+    pending_count: list[int] = []  # indexes of messages to settle by the EMF count
+    for s in sent:
+        ident = s.message_id
+        places = list(by_id.get(ident, []))
+        successes = evidence.successes.get(ident, [])
+        if len(places) + (1 if successes else 0) > 1:
+            what = [p.place for p in places] + (["processed"] if successes else [])
+            fates.append(
+                MessageFate(
+                    s,
+                    "conflict",
+                    0,
+                    _transports(evidence, ident, None),
+                    "several",
+                    note="in " + ", ".join(what),
+                )
+            )
+        elif successes:
+            fates.append(
+                MessageFate(
+                    s,
+                    "processed",
+                    min(successes),
+                    _transports(evidence, ident, None),
+                    "processor-log",
+                    deliveries=len(successes),
+                )
+            )
+        elif places:
+            final = places[0]
+            fates.append(
+                MessageFate(
+                    s,
+                    final.outcome,
+                    final.attempt,
+                    _transports(evidence, ident, final),
+                    "exhausted-queue" if final.place == "exhausted" else "dlq",
+                    note=final.reason,
+                )
+            )
+        else:
+            pending_count.append(len(fates))
+            fates.append(MessageFate(s, "unaccounted", 0, _transports(evidence, ident, None), "none"))
+    # Messages with no record anywhere: processed per the consumer's own count, if it covers them.
+    logged = sum(len(v) for v in evidence.successes.values())
+    uncovered = evidence.emf_processed - logged
+    if pending_count and uncovered >= len(pending_count):
+        for index in pending_count:
+            fate = fates[index]
+            retries = evidence.retries.get(fate.sent.message_id, {})
+            attempts = max(retries, default=0) + 1
+            fates[index] = MessageFate(fate.sent, "processed", attempts, fate.transports, "emf-count")
+    return Accounting(fates, evidence.emf_processed, unknown)
