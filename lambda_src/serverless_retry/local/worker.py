@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:] = [args.task_root, *[p for p in sys.path if p], *args.lib]
     os.chdir(args.task_root)
     results = os.fdopen(args.result_fd, "w", buffering=1, encoding="utf-8")
+    # As Lambda's runtime does, every write goes out at once: a crash or a timeout kill loses nothing.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
     _setup_logging()
 
     handler: Any = None
