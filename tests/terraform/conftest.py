@@ -9,6 +9,7 @@ an initialised directory.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -26,19 +27,17 @@ if TYPE_CHECKING:
     from tests.terraform.stack import ExampleStack
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent
+APPLY_TESTS = HERE / "test_example_apply.py"
 MODULES = ("modules/queue", "modules/scheduler", "modules/consumer", "modules/scheduled-retry")
 EXAMPLES = ("examples/scheduled-retry",)
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")
+# Terraform processes run side by side up to this many (more only queue up for CPU).
+PARALLEL = max(2, min(4, os.cpu_count() or 2))
 K = TypeVar("K")
 V = TypeVar("V")
-# Two cores: more concurrent terraform processes only queue up for CPU.
-PARALLEL = max(2, min(4, os.cpu_count() or 2))
-
-
-HERE = Path(__file__).parent
-APPLY_TESTS = HERE / "test_example_apply.py"
 
 
 def _ours(item: pytest.Item) -> bool:
@@ -121,6 +120,20 @@ class Terraform:
         return json.loads(text)
 
 
+def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``terraform init``, one at a time across every process of the session (xdist workers too).
+
+    Without a lock file (the workspace copies none) each init re-installs the provider into the
+    shared plugin cache, and two doing so at once fail with "file exists". An init takes ~1 s when
+    the provider is already cached, so queueing them costs little.
+    """
+    cache = Path(terraform.env.get("TF_PLUGIN_CACHE_DIR") or ROOT / "build" / "terraform")
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".serverless-retry-init.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return terraform.run(["init", "-no-color", *args], directory)
+
+
 @dataclass(frozen=True)
 class Workspace:
     root: Path
@@ -148,11 +161,8 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
     for relative in COPIED:
         shutil.copytree(ROOT / relative, root / relative, ignore=ignore_state)
 
-    def init(relative: str) -> tuple[str, subprocess.CompletedProcess[str]]:
-        return relative, terraform.run(["init", "-backend=false", "-no-color"], root / relative)
-
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        failed = [(d, r) for d, r in pool.map(init, TF_DIRS) if r.returncode != 0]
+    results = [(d, init(terraform, root / d, "-backend=false")) for d in TF_DIRS]
+    failed = [(d, r) for d, r in results if r.returncode != 0]
     if failed:
         pytest.fail(
             "terraform init failed:\n" + "\n".join(f"{d}:\n{r.stdout}\n{r.stderr}" for d, r in failed)

@@ -19,6 +19,7 @@ import boto3
 from serverless_retry.local.emulator import Emulator
 
 from tests.terraform.conftest import ROOT, Terraform, ignore_state
+from tests.terraform.conftest import init as terraform_init
 
 EXAMPLE = "examples/scheduled-retry"
 FUNCTION_TIMEOUT = 5  # the visibility timeout becomes 30 s
@@ -98,7 +99,7 @@ class ExampleStack:
             f"-var=package={package}",
         ]
         run = self._terraform.run
-        init = run(["init", "-no-color"], directory, extra_env=env)
+        init = terraform_init(self._terraform, directory)
         if init.returncode != 0:
             raise RuntimeError(f"terraform init:\n{init.stdout}\n{init.stderr}")
         apply = run(["apply", "-auto-approve", "-no-color", *tf_vars], directory, extra_env=env, timeout=600)
