@@ -33,12 +33,28 @@ def install_runtime_deps(requirements: Path, cache: Path) -> Path:
         shutil.rmtree(target)
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-            "--no-compile", "--no-deps", "--target", str(target),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "--no-deps",
+            "--target",
+            str(target),
             # Wheels for the Lambda runtime, not for this machine.
-            "--platform", "manylinux2014_x86_64", "--platform", "manylinux2014_aarch64",
-            "--implementation", "cp", "--python-version", "3.12", "--only-binary=:all:",
-            "-r", str(requirements),
+            "--platform",
+            "manylinux2014_x86_64",
+            "--platform",
+            "manylinux2014_aarch64",
+            "--implementation",
+            "cp",
+            "--python-version",
+            "3.12",
+            "--only-binary=:all:",
+            "-r",
+            str(requirements),
         ],
         check=True,
     )
@@ -94,7 +110,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "serverless-retry.zip")
     parser.add_argument(
-        "--extra", type=Path, action="append", default=[],
+        "--extra",
+        type=Path,
+        action="append",
+        default=[],
         help="a file or package directory of user code to add (e.g. an example's processor)",
     )
     args = parser.parse_args()
