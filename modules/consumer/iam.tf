@@ -30,13 +30,14 @@ data "aws_iam_policy_document" "consume" {
   }
 }
 
-# Concern: putting a message in its next place (delayed retry, DLQ, exhausted store).
-# SendMessageBatch is authorised by sqs:SendMessage.
+# Concern: putting a message in its next place (a delayed retry, or the exhausted store).
+# SendMessageBatch is authorised by sqs:SendMessage. Not the DLQ: SQS redrive and the Scheduler (its
+# own role) fill that one; the consumer never writes to it, so it gets no right to.
 data "aws_iam_policy_document" "send" {
   statement {
-    sid       = "SendRetriesAndDeadLetters"
+    sid       = "SendRetriesAndExhausted"
     actions   = ["sqs:SendMessage"]
-    resources = [var.queue.arn, var.queue.dlq_arn, var.queue.exhausted_queue_arn]
+    resources = [var.queue.arn, var.queue.exhausted_queue_arn]
   }
 }
 

@@ -89,10 +89,7 @@ def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> N
             },
             {out["queue_arn"]},
         ),
-        "SendRetriesAndDeadLetters": (
-            {"sqs:SendMessage"},
-            {out["queue_arn"], out["dlq_arn"], out["exhausted_queue_arn"]},
-        ),
+        "SendRetriesAndExhausted": ({"sqs:SendMessage"}, {out["queue_arn"], out["exhausted_queue_arn"]}),
         "ManageRetrySchedules": (
             {"scheduler:CreateSchedule", "scheduler:DeleteSchedule"},
             {f"arn:aws:scheduler:{region}:{account}:schedule/{out['schedule_group_name']}/*"},
