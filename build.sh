@@ -70,10 +70,17 @@ cmd_test() {
 
 cmd_demo() {
   ensure_venv
+  if ! command -v terraform >/dev/null 2>&1; then
+    echo "the demo needs terraform on PATH: https://developer.hashicorp.com/terraform/install" >&2
+    exit 2
+  fi
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
   cmd_package
-  "$VENV/bin/serverless-retry" demo "$@"
+  # Logs, Terraform state and the per-message accounting of each run stay under build/demo/.
+  local work
+  work="$ROOT/build/demo/$(date -u +%Y%m%dT%H%M%SZ)"
+  "$VENV/bin/serverless-retry" demo --work-dir "$work" "$@"
 }
 
 cmd_bench() {
