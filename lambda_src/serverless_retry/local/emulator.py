@@ -26,6 +26,7 @@ import os
 import selectors
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -92,7 +93,10 @@ class Emulator:
             cmd += ["--patches", ",".join(self._patches) or "none"]
         if self._log_path is not None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log_file = self._log_path.open("a", encoding="utf-8")
+            self._log_file = self._log_path.open("a+", encoding="utf-8")
+        else:
+            # Unnamed and deleted on close; read back only to explain a failed start.
+            self._log_file = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env.update(FAKE_CREDENTIALS)
         env["AWS_DEFAULT_REGION"] = self.region
@@ -102,7 +106,7 @@ class Emulator:
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._log_file if self._log_file is not None else subprocess.DEVNULL,
+            stderr=self._log_file,
             env=env,
             text=True,
         )
@@ -126,7 +130,7 @@ class Emulator:
                 if self._proc.poll() is not None:
                     raise EmulatorError(
                         f"the emulator exited with code {self._proc.returncode} before it was ready"
-                        + (f" (see {self._log_path})" if self._log_path else "")
+                        + self._log_tail()
                     )
                 if sel.select(timeout=0.2):
                     line = self._proc.stdout.readline()
@@ -136,6 +140,15 @@ class Emulator:
         finally:
             sel.close()
         raise EmulatorError(f"the emulator was not ready within {_START_TIMEOUT_SECONDS:.0f} s")
+
+    def _log_tail(self) -> str:
+        try:
+            self._log_file.flush()
+            self._log_file.seek(0)
+            tail = self._log_file.read()[-2000:]
+        except (OSError, ValueError):
+            return ""
+        return f":\n{tail}" if tail else ""
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
