@@ -344,3 +344,42 @@ def test_a_failing_schedule_is_retried_then_dead_lettered(aws: Aws, tmp_path: Pa
     assert attrs["EXHAUSTED_RETRY_CONDITION"] == "MaximumRetryAttemptsExhausted"
     assert "NonExistentQueue" in attrs["ERROR_CODE"]
     assert name not in {s["Name"] for s in scheduler.list_schedules()["Schedules"]}  # DELETE after the DLQ
+
+
+def test_a_pipe_enriches_and_puts_on_the_bus(aws: Aws, tmp_path: Path) -> None:
+    source_url, source_arn = aws.queue("pipe-src")
+    sink_url, sink_arn = aws.queue("pipe-sink")
+    events = aws.client("events")
+    bus = aws.name("bus")
+    bus_arn = events.create_event_bus(Name=bus)["EventBusArn"]
+    events.put_rule(Name="from-pipe", EventBusName=bus, EventPattern=json.dumps({"source": ["orders.pipe"]}))
+    events.put_targets(Rule="from-pipe", EventBusName=bus, Targets=[{"Id": "sink", "Arn": sink_arn}])
+    enrich = aws.function(
+        {
+            "app.py": """
+            import json
+            def handler(records, context):
+                return [{"order": json.loads(r["body"]), "enriched": True} for r in records]
+            """
+        }
+    )
+    enrich_arn = aws.client("lambda").get_function(FunctionName=enrich)["Configuration"]["FunctionArn"]
+    aws.client("pipes").create_pipe(
+        Name=aws.name("pipe"),
+        RoleArn=aws.role,
+        Source=source_arn,
+        SourceParameters={"SqsQueueParameters": {"BatchSize": 5}},
+        Enrichment=enrich_arn,
+        Target=bus_arn,
+        TargetParameters={"EventBridgeEventBusParameters": {"Source": "orders.pipe", "DetailType": "order"}},
+    )
+    sqs = aws.client("sqs")
+    for n in range(3):
+        sqs.send_message(QueueUrl=source_url, MessageBody=json.dumps({"n": n}))
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: run.runtime.stats["pipe_messages"] >= 3 and aws.depth(source_url) == 0)
+    delivered = aws.receive_all(sink_url)
+    details = sorted((json.loads(m["Body"])["detail"] for m in delivered), key=lambda d: d["order"]["n"])
+    assert details == [{"order": {"n": n}, "enriched": True} for n in range(3)]
+    assert {json.loads(m["Body"])["detail-type"] for m in delivered} == {"order"}
+    assert all(p["ok"] for p in run.of("pipe"))

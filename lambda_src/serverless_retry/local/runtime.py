@@ -1,5 +1,5 @@
-"""The parts of AWS that moto stores but never runs: SQS event source mappings and EventBridge
-Scheduler one-time schedules. Everything the runtime does, it reads from the emulator's own state
+"""The parts of AWS that moto stores but never runs: SQS event source mappings, EventBridge
+Scheduler one-time schedules and (see :mod:`serverless_retry.local.pipes`) Pipes with SQS sources. Everything the runtime does, it reads from the emulator's own state
 through the AWS API (ListEventSourceMappings, GetFunction and its Code.Location, ListSchedules,
 GetSchedule), never from a list of its own: apply a different root, or change a batch size with
 UpdateEventSourceMapping, and the runtime follows.
@@ -62,15 +62,16 @@ from serverless_retry.clock import ScaledClock
 from serverless_retry.local.emulator import FAKE_CREDENTIALS
 from serverless_retry.local.functions import FunctionPool, InvocationResult
 from serverless_retry.local.logs import LogShipper
+from serverless_retry.local.pipes import PipeRunner
+from serverless_retry.local.polling import delete_messages, receive_batch
 from serverless_retry.local.schedules import after_failure, dead_letter_attributes, parse_at
-from serverless_retry.local.sqs_events import BatchVerdict, judge_batch, sqs_event
+from serverless_retry.local.sqs_events import judge_batch, sqs_event
 
 __all__ = ["Runtime", "RuntimeEvent"]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 _MAPPING_REFRESH_SECONDS = 0.5
 _SCHEDULE_TICK_SECONDS = 0.2
-_RECEIVE_WAIT_SECONDS = 1
 _LAMBDA_ASYNC_RETRIES = 2
 
 
@@ -138,6 +139,7 @@ class Runtime:
             log_sink=self.logs,
         )
         self._stop = threading.Event()
+        self.pipes = PipeRunner(self, self._stop)
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
         self._mappings: dict[str, dict[str, Any]] = {}
@@ -158,6 +160,8 @@ class Runtime:
             "schedule_delivery_failures": 0,
             "schedules_dead_lettered": 0,
             "async_invocations": 0,
+            "pipe_batches": 0,
+            "pipe_messages": 0,
         }
         self._stats_lock = threading.Lock()
 
@@ -167,19 +171,19 @@ class Runtime:
         with self._clients_lock:
             return self._session.client(service, endpoint_url=self.endpoint_url, config=_CLIENT_CONFIG)  # type: ignore[call-overload]
 
-    def _emit(self, kind: str, **detail: Any) -> None:
+    def emit(self, kind: str, **detail: Any) -> None:
         if kind == "error":
             self.errors.append(str(detail.get("error", detail)))
         if self._on_event is not None:
             with contextlib.suppress(Exception):
                 self._on_event(RuntimeEvent(kind, detail))
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            self._emit("warning", message=message)
+            self.emit("warning", message=message)
 
-    def _count(self, **deltas: int) -> None:
+    def count(self, **deltas: int) -> None:
         with self._stats_lock:
             for key, value in deltas.items():
                 self.stats[key] += value
@@ -190,7 +194,12 @@ class Runtime:
             return
         self._started = True
         self.logs.start()
-        for target, name in ((self._mapping_loop, "mappings"), (self._schedule_loop, "schedules")):
+        loops = (
+            (self._mapping_loop, "mappings"),
+            (self._schedule_loop, "schedules"),
+            (self.pipes.loop, "pipes"),
+        )
+        for target, name in loops:
             thread = threading.Thread(target=target, name=f"runtime-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -219,7 +228,7 @@ class Runtime:
 
     def stop(self) -> None:
         self._stop.set()
-        for thread in [*self._threads, *self._pollers.values()]:
+        for thread in [*self._threads, *self._pollers.values(), *self.pipes.threads.values()]:
             thread.join(timeout=15)
         self._async.shutdown(wait=True, cancel_futures=True)
         self.functions.close()
@@ -254,14 +263,14 @@ class Runtime:
                         self._pollers[uuid] = thread
                         thread.start()
             except Exception as exc:
-                self._emit("error", where="list_event_source_mappings", error=repr(exc))
+                self.emit("error", where="list_event_source_mappings", error=repr(exc))
             self._stop.wait(_MAPPING_REFRESH_SECONDS)
 
     def _mapping(self, uuid: str) -> dict[str, Any] | None:
         with self._mappings_lock:
             return self._mappings.get(uuid)
 
-    def _queue_url(self, sqs: Any, arn: str) -> str:
+    def queue_url(self, sqs: Any, arn: str) -> str:
         if arn not in self._queue_urls:
             _, _, _, _, account, name = arn.split(":", 5)
             self._queue_urls[arn] = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
@@ -279,58 +288,21 @@ class Runtime:
                 self._stop.wait(_MAPPING_REFRESH_SECONDS)
                 continue
             if mapping.get("FilterCriteria"):
-                self._warn_once(
-                    uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped"
-                )
+                self.warn_once(uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped")
                 self._stop.wait(_MAPPING_REFRESH_SECONDS)
                 continue
             try:
                 self._poll_once(sqs, mapping)
             except Exception as exc:
-                self._emit("error", where=f"event source mapping {uuid}", error=repr(exc))
+                self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
                 self._stop.wait(1.0)
-
-    def _receive_batch(
-        self, sqs: Any, queue_url: str, batch_size: int, window: float
-    ) -> list[dict[str, Any]]:
-        """Up to ``batch_size`` messages: with no batching window, whatever the first non-empty
-        receive brings; with one, keep receiving until the batch is full or the window (counted
-        from the first message, in real seconds) closes."""
-        batch: list[dict[str, Any]] = []
-        window_end: float | None = None
-        while not self._stop.is_set() and len(batch) < batch_size:
-            wait = _RECEIVE_WAIT_SECONDS
-            if window_end is not None:
-                left = window_end - time.monotonic()
-                if left <= 0:
-                    break
-                wait = _RECEIVE_WAIT_SECONDS if left >= _RECEIVE_WAIT_SECONDS else 0
-            got = sqs.receive_message(
-                QueueUrl=queue_url,
-                MaxNumberOfMessages=min(10, batch_size - len(batch)),
-                WaitTimeSeconds=wait,
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not got:
-                if not batch:
-                    return batch  # idle: return so the poller re-reads its mapping
-                if wait == 0:
-                    self._stop.wait(0.05)
-                continue
-            batch.extend(got)
-            if window <= 0:
-                break
-            if window_end is None:
-                window_end = time.monotonic() + window
-        return batch
 
     def _poll_once(self, sqs: Any, mapping: dict[str, Any]) -> None:
         queue_arn = mapping["EventSourceArn"]
-        queue_url = self._queue_url(sqs, queue_arn)
+        queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
         window = float(mapping.get("MaximumBatchingWindowInSeconds") or 0)
-        messages = self._receive_batch(sqs, queue_url, batch_size, window)
+        messages = receive_batch(sqs, queue_url, batch_size, window, self._stop)
         if not messages:
             return
         config = self.functions.describe(mapping["FunctionArn"])
@@ -344,15 +316,16 @@ class Runtime:
             in (mapping.get("FunctionResponseTypes") or []),
             error_text=result.error_text,
         )
-        self._delete(sqs, queue_url, messages, verdict)
-        self._count(
+        for failure in delete_messages(sqs, queue_url, messages, verdict.delete):
+            self.emit("error", where="delete_message_batch", error=str(failure))
+        self.count(
             batches=1,
             messages_received=len(messages),
             messages_deleted=len(verdict.delete),
             messages_left_for_retry=len(verdict.keep),
             failed_batches=1 if verdict.complete_failure else 0,
         )
-        self._emit(
+        self.emit(
             "batch",
             mapping=mapping["UUID"],
             function=config.name,
@@ -365,20 +338,6 @@ class Runtime:
             duration_ms=round(result.duration_ms, 1),
         )
 
-    def _delete(
-        self, sqs: Any, queue_url: str, messages: list[dict[str, Any]], verdict: BatchVerdict
-    ) -> None:
-        handles = {m["MessageId"]: m["ReceiptHandle"] for m in messages}
-        ids = list(verdict.delete)
-        for i in range(0, len(ids), 10):
-            chunk = ids[i : i + 10]
-            response = sqs.delete_message_batch(
-                QueueUrl=queue_url,
-                Entries=[{"Id": str(n), "ReceiptHandle": handles[mid]} for n, mid in enumerate(chunk)],
-            )
-            for failure in response.get("Failed", []):
-                self._emit("error", where="delete_message_batch", error=str(failure))
-
     # -- schedules ------------------------------------------------------------------------------------
     def _schedule_loop(self) -> None:
         scheduler = self.client("scheduler")
@@ -386,7 +345,7 @@ class Runtime:
             try:
                 self._schedule_tick(scheduler)
             except Exception as exc:
-                self._emit("error", where="schedules", error=repr(exc))
+                self.emit("error", where="schedules", error=repr(exc))
                 self._stop.wait(1.0)
             self._stop.wait(_SCHEDULE_TICK_SECONDS)
 
@@ -426,9 +385,9 @@ class Runtime:
         try:
             due = parse_at(description["ScheduleExpression"], description.get("ScheduleExpressionTimezone"))
         except ValueError as exc:
-            self._warn_once(summary["Arn"], f"schedule {summary['Name']}: {exc}")
+            self.warn_once(summary["Arn"], f"schedule {summary['Name']}: {exc}")
         if due is None:
-            self._warn_once(
+            self.warn_once(
                 summary["Arn"], f"schedule {summary['Name']}: only at() expressions fire locally, skipped"
             )
         return _Schedule(
@@ -446,7 +405,7 @@ class Runtime:
         try:
             self._deliver(schedule, target)
         except Exception as exc:
-            self._count(schedule_delivery_failures=1)
+            self.count(schedule_delivery_failures=1)
             assert schedule.due_at is not None
             decision = after_failure(
                 target.get("RetryPolicy"), retries_done=schedule.retries_done, due_at=schedule.due_at, now=now
@@ -454,12 +413,12 @@ class Runtime:
             if decision.action == "retry":
                 schedule.retries_done += 1
                 schedule.next_attempt_at = decision.next_attempt_at
-                self._emit("schedule-retry", schedule=schedule.name, group=schedule.group, error=repr(exc))
+                self.emit("schedule-retry", schedule=schedule.name, group=schedule.group, error=repr(exc))
                 return
             self._dead_letter(schedule, target, exc, decision.condition)
         else:
-            self._count(schedules_fired=1)
-            self._emit(
+            self.count(schedules_fired=1)
+            self.emit(
                 "schedule-fired",
                 schedule=schedule.name,
                 group=schedule.group,
@@ -480,7 +439,7 @@ class Runtime:
         service = arn.split(":")[2]
         if service == "sqs":
             sqs = self.client("sqs")
-            params: dict[str, Any] = {"QueueUrl": self._queue_url(sqs, arn), "MessageBody": payload}
+            params: dict[str, Any] = {"QueueUrl": self.queue_url(sqs, arn), "MessageBody": payload}
             group_id = (target.get("SqsParameters") or {}).get("MessageGroupId")
             if group_id:
                 params["MessageGroupId"] = group_id
@@ -499,8 +458,8 @@ class Runtime:
         self, schedule: _Schedule, target: dict[str, Any], exc: Exception, condition: str
     ) -> None:
         dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
-        self._count(schedules_dead_lettered=1)
-        self._emit(
+        self.count(schedules_dead_lettered=1)
+        self.emit(
             "schedule-dead-lettered", schedule=schedule.name, group=schedule.group, dlq=dlq, error=repr(exc)
         )
         if not dlq:
@@ -508,7 +467,7 @@ class Runtime:
         sqs = self.client("sqs")
         code = getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
         sqs.send_message(
-            QueueUrl=self._queue_url(sqs, dlq),
+            QueueUrl=self.queue_url(sqs, dlq),
             MessageBody=target.get("Input") or "{}",
             MessageAttributes=dead_letter_attributes(
                 schedule_arn=schedule.arn,
@@ -533,11 +492,11 @@ class Runtime:
             if self._stop.is_set():
                 return
             result = self.functions.invoke(function, event)
-            self._count(async_invocations=1)
-            self._emit(
+            self.count(async_invocations=1)
+            self.emit(
                 "async-invoke", function=function, attempt=attempt + 1, ok=result.ok, error=result.error_text
             )
             if result.ok:
                 return
             self._stop.wait(self.clock.real_seconds(60 * (attempt + 1)))
-        self._emit("error", where=f"async invoke of {function}", error=result.error_text if result else "")
+        self.emit("error", where=f"async invoke of {function}", error=result.error_text if result else "")
