@@ -41,8 +41,9 @@ def register(subparsers: Any) -> None:
     local = subparsers.add_parser(
         "local",
         help="apply a Terraform root to the local AWS emulator and run it",
-        description="Start the emulator, apply --root to it (passing aws_endpoint_url when the root "
-        "declares it), and run event source mappings and schedules until --duration passes or Ctrl-C.",
+        description="Start the emulator, apply --root to it (terraform gets AWS_ENDPOINT_URL and test "
+        "credentials, and -var aws_endpoint_url=... when the root declares that variable), then run its "
+        "event source mappings, schedules and pipes until --duration passes or Ctrl-C, and destroy.",
     )
     local.add_argument("--root", required=True, help="the Terraform root directory to apply")
     local.add_argument(
@@ -112,7 +113,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print(
-            f"running event source mappings and schedules (clock x{args.clock_scale:g}); talk to it with "
+            f"running event source mappings, schedules and pipes (clock x{args.clock_scale:g}); talk to it with "
             f"AWS_ENDPOINT_URL={emulator.url} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing",
             flush=True,
         )
