@@ -190,7 +190,7 @@ def _compact(transports: tuple[str, ...]) -> str:
         return "-"
     parts: list[str] = []
     for name, count in _runs(transports):
-        parts.append(f"{name}x{count}" if count > 1 else name)
+        parts.append(f"{name} x{count}" if count > 1 else name)
     return " > ".join(parts)
 
 
