@@ -41,6 +41,9 @@ FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
+    # ... and no profile from ~/.aws can add a real credential source or another endpoint.
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
 }
 _START_TIMEOUT_SECONDS = 60.0
 _STOP_TIMEOUT_SECONDS = 10.0
