@@ -40,7 +40,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         terraform = Terraform(
             EXAMPLE, work / "terraform", cli_environment(work / "terraform", {**base, **emulator.env()})
         )
-        variables: dict[str, Any] = {"aws_endpoint_url": emulator.url, "function_timeout": FUNCTION_TIMEOUT}
+        # A private copy: a ./build.sh package elsewhere must not change the zip under an apply.
+        package = work / "scheduled-retry.zip"
+        shutil.copyfile(EXAMPLE_ZIP, package)
+        variables: dict[str, Any] = {
+            "aws_endpoint_url": emulator.url,
+            "function_timeout": FUNCTION_TIMEOUT,
+            "package": str(package),
+        }
         terraform.init()
         terraform.apply(variables)
         # No destroy at the end: the emulator and everything in it go away with the session, and

@@ -11,6 +11,7 @@ policy says it should.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -267,7 +268,14 @@ def run_demo(options: DemoOptions, stream: TextIO = sys.stdout) -> int:
             cli_environment(work_dir / "terraform", {**_base_env(), **emulator.env()}),
             printer=None,
         )
-        variables = {"aws_endpoint_url": emulator.url, "function_timeout": options.function_timeout}
+        # A private copy of the zip: a rebuild of dist/ during the run must not change it mid-apply.
+        copy = work_dir / "scheduled-retry.zip"
+        shutil.copyfile(package, copy)
+        variables = {
+            "aws_endpoint_url": emulator.url,
+            "function_timeout": options.function_timeout,
+            "package": str(copy),
+        }
         try:
             tf.init()
             out("terraform init done; applying (the AWS provider waits ~25 s on each SQS queue and policy)")
