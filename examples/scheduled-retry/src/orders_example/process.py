@@ -7,14 +7,16 @@ whether and when the order is tried again.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from serverless_retry.message import Message
 
 from orders_example.downstream import ValidationError, submit
 
-logger = logging.getLogger(__name__)
+# A child of the consumer's Powertools logger: the same JSON lines, level and service name, so each
+# success is visible in the function's logs (a plain logging logger stays at WARNING in Lambda).
+logger = Logger(child=True)
 
 
 def parse_order(message: Message) -> dict[str, Any]:
