@@ -1,5 +1,5 @@
 locals {
-  handler = "serverless_retry.handlers.consumer.handler"
+  handler = coalesce(var.handler, "serverless_retry.handlers.consumer.handler")
 
   # What the handler reads at cold start (serverless_retry.config); names are the shared contract.
   wired_environment = merge(

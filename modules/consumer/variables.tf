@@ -34,6 +34,17 @@ variable "processor" {
   }
 }
 
+variable "handler" {
+  description = "The Lambda handler. Leave null for serverless_retry.handlers.consumer.handler; set your own `module.function` when you keep your own handler around a RetryingConsumer (the SERVERLESS_RETRY_* environment is wired either way)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.handler == null || can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+$", var.handler))
+    error_message = "handler must be \"module.path.function\", e.g. \"orders.lambda_handler.handler\" (or null for the built-in consumer handler)."
+  }
+}
+
 variable "retry_policy_json" {
   description = "The retry policy as JSON (DESIGN section 3); the scheduled-retry module renders it from a typed object. The function validates it again at cold start."
   type        = string

@@ -64,6 +64,7 @@ module "consumer" {
   name              = var.name
   package           = var.package
   processor         = var.processor
+  handler           = var.handler
   retry_policy_json = local.policy_json
 
   queue = {

@@ -18,6 +18,17 @@ variable "processor" {
   type        = string
 }
 
+variable "handler" {
+  description = "The Lambda handler. Leave null for the built-in consumer handler; set `module.function` when your own handler wraps a RetryingConsumer."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.handler == null || can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+$", var.handler))
+    error_message = "handler must be \"module.path.function\", e.g. \"orders.lambda_handler.handler\" (or null for the built-in consumer handler)."
+  }
+}
+
 variable "retry_policy" {
   description = <<-EOT
     The retry policy (DESIGN section 3): budgets, a default backoff, and rules matched by error class

@@ -105,6 +105,34 @@ run "function_wiring" {
   }
 }
 
+run "own_handler_override" {
+  command = plan
+
+  variables {
+    handler = "orders.lambda_handler.handler"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.handler == "orders.lambda_handler.handler"
+    error_message = "A handler override must reach the function."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_PROCESSOR"] == "orders.process:handle"
+    error_message = "The SERVERLESS_RETRY_* environment must be wired with an own handler too."
+  }
+}
+
+run "bad_handler_is_refused" {
+  command = plan
+
+  variables {
+    handler = "orders:handle"
+  }
+
+  expect_failures = [var.handler]
+}
+
 run "event_source_mapping" {
   command = plan
 
