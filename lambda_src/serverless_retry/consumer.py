@@ -43,9 +43,7 @@ from serverless_retry.delivery import (
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
     Incoming,
-    MessageAttribute,
     Outcome,
-    RetryContext,
     attributes_from_record,
     encode,
     fits,
@@ -53,7 +51,7 @@ from serverless_retry.envelope import (
     schedule_name,
     unwrap,
 )
-from serverless_retry.message import Message, Processor
+from serverless_retry.message import Message, Processor, first_delivery
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, RetryPolicy
 
@@ -217,25 +215,11 @@ class RetryingConsumer:
                             reason=incoming.problem or "invalid",
                         )
                         continue
-                    message = _new_message(
+                    message = Message(
                         message_id, incoming.body, incoming.attributes, incoming.context, record
                     )
                 else:
-                    # _new_message inlined, RetryContext built the same way: the per-record cost that counts.
-                    context = _object_new(RetryContext)
-                    fields = context.__dict__
-                    fields["id"] = message_id
-                    fields["attempt"] = receive_count
-                    fields["first_failed_at"] = None
-                    fields["history"] = ()
-                    fields["source"] = source
-                    message = _object_new(Message)
-                    fields = message.__dict__
-                    fields["message_id"] = message_id
-                    fields["body"] = body
-                    # "attributes" left out: Message converts them from the record on first read.
-                    fields["retry"] = context
-                    fields["record"] = record
+                    message = first_delivery(message_id, body, record, source, receive_count)
             except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
                 self.logger.exception(
                     "could not prepare record", extra={"message_id": record.get("messageId")}
@@ -445,31 +429,6 @@ def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsu
     if settings.idempotency_table:
         processor = idempotent_processor(processor, settings.idempotency_table)
     return RetryingConsumer.from_settings(settings, processor)
-
-
-# Hot-path constructors. A frozen dataclass's __init__ sets each field through object.__setattr__,
-# which costs more than everything else this consumer does for a successful record; filling the
-# instance __dict__ of a fresh object gives an equal (==) instance, as the functional tests check.
-_object_new = object.__new__
-if "__slots__" in RetryContext.__dict__ or "__slots__" in Message.__dict__:  # pragma: no cover
-    raise ImportError("serverless_retry.consumer builds RetryContext/Message through __dict__")
-
-
-def _new_message(
-    message_id: str,
-    body: str,
-    attributes: dict[str, MessageAttribute],
-    retry: RetryContext,
-    record: Mapping[str, Any],
-) -> Message:
-    message = _object_new(Message)
-    fields = message.__dict__
-    fields["message_id"] = message_id
-    fields["body"] = body
-    fields["attributes"] = attributes
-    fields["retry"] = retry
-    fields["record"] = record
-    return message
 
 
 def _receive_count(record: Mapping[str, Any]) -> int:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from serverless_retry.envelope import MessageAttribute, RetryContext, attributes_from_record
 
-__all__ = ["Message", "Processor"]
+__all__ = ["Message", "Processor", "first_delivery"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,32 @@ class Message:
 # The processor contract: called once per message; returning means success, raising means failure
 # (RetryableError, NonRetryableError, HttpError or any exception: the retry policy classifies it).
 Processor = Callable[[Message], object]
+
+
+# The consumer's hot path: one Message (and RetryContext) per record. A frozen dataclass's __init__
+# sets each field through object.__setattr__, which costs more than everything else the consumer does
+# for a successful record; filling a fresh instance's __dict__ gives an equal (==) object. Kept here,
+# next to the classes it depends on, and guarded so that adding __slots__ fails loudly at import.
+if "__slots__" in RetryContext.__dict__ or "__slots__" in Message.__dict__:  # pragma: no cover
+    raise ImportError("serverless_retry.message builds RetryContext/Message through __dict__")
+_new = object.__new__
+
+
+def first_delivery(
+    message_id: str, body: str, record: Mapping[str, Any], source: str, attempt: int = 1
+) -> Message:
+    """The Message of an original (non-envelope) record; its attributes convert on first read."""
+    context = _new(RetryContext)
+    fields = context.__dict__
+    fields["id"] = message_id
+    fields["attempt"] = attempt
+    fields["first_failed_at"] = None
+    fields["history"] = ()
+    fields["source"] = source
+    message = _new(Message)
+    fields = message.__dict__
+    fields["message_id"] = message_id
+    fields["body"] = body
+    fields["retry"] = context
+    fields["record"] = record
+    return message
