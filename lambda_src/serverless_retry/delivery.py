@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -179,7 +179,7 @@ class Delivery:
             if message.delay_seconds:
                 entry["DelaySeconds"] = message.delay_seconds
             if message.attributes:
-                entry["MessageAttributes"] = _api_attributes(message.attributes)
+                entry["MessageAttributes"] = api_attributes(message.attributes)
             if message.group_id is not None:
                 entry["MessageGroupId"] = message.group_id
             if message.dedup_id is not None:
@@ -296,13 +296,15 @@ class Delivery:
         return True
 
 
-def _api_attributes(attributes: dict[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
-    """Envelope form (binary as base64 text) → boto3 form (binary as bytes)."""
+def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
+    """Envelope form (binary as base64 text) → boto3 form (binary as bytes); bytes pass through, so
+    attributes received from boto3 can be sent again as they are."""
     out: dict[str, MessageAttributeValueTypeDef] = {}
     for name, attr in attributes.items():
         value: dict[str, Any] = {"DataType": attr["DataType"]}
         if "BinaryValue" in attr:
-            value["BinaryValue"] = base64.b64decode(attr["BinaryValue"])
+            binary: Any = attr["BinaryValue"]
+            value["BinaryValue"] = binary if isinstance(binary, bytes) else base64.b64decode(binary)
         if "StringValue" in attr:
             value["StringValue"] = attr["StringValue"]
         out[name] = value  # type: ignore[assignment]

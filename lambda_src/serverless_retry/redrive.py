@@ -8,17 +8,17 @@ original body and attributes go back as a new message, exactly as the producer s
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from serverless_retry.delivery import api_attributes
 from serverless_retry.envelope import ENVELOPE_KEY
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
 @dataclass(frozen=True)
@@ -125,21 +125,6 @@ def release(sqs: SQSClient, queue_url: str, message: ExhaustedMessage) -> None:
     )
 
 
-def _api_attributes(attributes: dict[str, Any]) -> dict[str, MessageAttributeValueTypeDef]:
-    out: dict[str, MessageAttributeValueTypeDef] = {}
-    for name, value in attributes.items():
-        if not isinstance(value, dict) or "DataType" not in value:
-            continue
-        item: MessageAttributeValueTypeDef = {"DataType": str(value["DataType"])}
-        if "StringValue" in value:
-            item["StringValue"] = str(value["StringValue"])
-        if "BinaryValue" in value:
-            binary = value["BinaryValue"]
-            item["BinaryValue"] = binary if isinstance(binary, bytes) else base64.b64decode(str(binary))
-        out[name] = item
-    return out
-
-
 @dataclass
 class RedriveReport:
     redriven: list[ExhaustedMessage] = field(default_factory=list)
@@ -168,13 +153,13 @@ def redrive(
             keep.append(message)
             continue
         params: dict[str, Any] = {"QueueUrl": to_queue_url, "MessageBody": message.body}
-        attributes = _api_attributes(message.attributes)
-        if attributes:
-            params["MessageAttributes"] = attributes
         if fifo:
             params["MessageGroupId"] = message_group_id or message.envelope_id
             params["MessageDeduplicationId"] = f"redrive-{message.message_id}"[:128]
         try:
+            attributes = api_attributes(message.attributes)  # a corrupt attribute fails this message only
+            if attributes:
+                params["MessageAttributes"] = attributes
             sqs.send_message(**params)
         except Exception as exc:  # the message stays in the exhausted queue: nothing is lost
             report.failed.append((message, f"{type(exc).__name__}: {exc}"))

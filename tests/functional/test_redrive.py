@@ -138,3 +138,15 @@ def test_cli_redrive(queues: tuple[Any, str, str], capsys: pytest.CaptureFixture
     assert code == 0
     assert "redriven: 1" in capsys.readouterr().out
     assert [m["Body"] for m in _drain(sqs, source)] == ["a"]
+
+
+def test_corrupt_attribute_fails_that_message_only(queues: tuple[Any, str, str]) -> None:
+    sqs, source, exhausted = queues
+    corrupt = json.loads(_exhausted_body("a", TimeoutError("t")))
+    corrupt["attributes"] = {"tenant": {"StringValue": "no data type"}}
+    sqs.send_message(QueueUrl=exhausted, MessageBody=json.dumps(corrupt))
+    sqs.send_message(QueueUrl=exhausted, MessageBody=_exhausted_body("b", TimeoutError("t")))
+    report = redrive(sqs, from_queue_url=exhausted, to_queue_url=source, limit=10, wait_seconds=0)
+    assert (len(report.redriven), len(report.failed)) == (1, 1)
+    assert [m["Body"] for m in _drain(sqs, source)] == ["b"]
+    assert [decode(m).body for m in _drain(sqs, exhausted)] == ["a"]
