@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Required, TypedDict, cast
 
+from serverless_retry.backoff import json_kind
 from serverless_retry.policy import MAX_ATTEMPTS_LIMIT, Decision
 
 __all__ = [
@@ -157,25 +158,11 @@ def _show(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
 def _object(
     value: object, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _Invalid(path, f"must be an object, got {_kind(value)}")
+        raise _Invalid(path, f"must be an object, got {json_kind(value)}")
     for key in value:
         if key not in required and key not in optional:
             raise _Invalid(f"{path}.{key}" if path else key, "unexpected key")
@@ -187,7 +174,7 @@ def _object(
 
 def _string(value: object, path: str, *, non_empty: bool = False) -> str:
     if not isinstance(value, str):
-        raise _Invalid(path, f"must be a string, got {_kind(value)}")
+        raise _Invalid(path, f"must be a string, got {json_kind(value)}")
     if non_empty and not value:
         raise _Invalid(path, "must not be empty")
     return value
@@ -195,7 +182,7 @@ def _string(value: object, path: str, *, non_empty: bool = False) -> str:
 
 def _integer(value: object, path: str, *, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid(path, f"must be an integer, got {_kind(value)} {_show(value)}")
+        raise _Invalid(path, f"must be an integer, got {json_kind(value)} {_show(value)}")
     if value < minimum or (maximum is not None and value > maximum):
         bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
         raise _Invalid(path, f"must be {bounds}, got {value}")
@@ -217,7 +204,7 @@ _DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
 
 def _history(value: object, path: str) -> list[HistoryEntry]:
     if not isinstance(value, list):
-        raise _Invalid(path, f"must be an array, got {_kind(value)}")
+        raise _Invalid(path, f"must be an array, got {json_kind(value)}")
     if len(value) > HISTORY_LIMIT:
         raise _Invalid(path, f"has {len(value)} entries, more than the {HISTORY_LIMIT} a v1 envelope keeps")
     out: list[HistoryEntry] = []
@@ -258,7 +245,7 @@ def _attribute(value: object, path: str) -> MessageAttribute:
 
 def _attributes(value: object, path: str) -> dict[str, MessageAttribute]:
     if not isinstance(value, dict):
-        raise _Invalid(path, f"must be an object, got {_kind(value)}")
+        raise _Invalid(path, f"must be an object, got {json_kind(value)}")
     out: dict[str, MessageAttribute] = {}
     for name, attr in value.items():
         if not name:
