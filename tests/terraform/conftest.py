@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
 APPLY_TESTS = HERE / "test_example_apply.py"
-MODULES = ("modules/queue", "modules/scheduler", "modules/consumer", "modules/scheduled-retry")
+MODULES = (
+    "modules/queue",
+    "modules/scheduler",
+    "modules/consumer",
+    "modules/scheduled-retry",
+    "modules/monitoring",
+)
 EXAMPLES = ("examples/scheduled-retry",)
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.

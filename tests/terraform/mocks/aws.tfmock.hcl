@@ -51,3 +51,23 @@ mock_resource "aws_lambda_function" {
     arn = "arn:aws:lambda:us-east-1:123456789012:function:mock-function"
   }
 }
+
+mock_data "aws_region" {
+  defaults = {
+    name = "us-east-1"
+  }
+}
+
+mock_resource "aws_cloudwatch_metric_alarm" {
+  override_during = plan
+  defaults = {
+    arn = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:mock-alarm"
+  }
+}
+
+mock_resource "aws_cloudwatch_dashboard" {
+  override_during = plan
+  defaults = {
+    dashboard_arn = "arn:aws:cloudwatch::123456789012:dashboard/mock-dashboard"
+  }
+}

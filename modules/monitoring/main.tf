@@ -1,0 +1,210 @@
+locals {
+  queues = var.queues
+  # The consumer module sets POWERTOOLS_SERVICE_NAME to its name, which is also the function's.
+  service    = var.service != null ? var.service : var.function_name
+  period     = var.evaluation.period_seconds
+  datapoints = coalesce(var.evaluation.datapoints_to_alarm, var.evaluation.evaluation_periods)
+
+  # Descriptions give commands one can paste: a queue URL is looked up from its name.
+  queue_url = {
+    for role, queue in local.queues : role => "$(aws sqs get-queue-url --queue-name ${queue} --query QueueUrl --output text)" if queue != null
+  }
+  inspect_command = try("serverless-retry inspect --queue-url ${local.queue_url.exhausted}", "serverless-retry inspect --queue-url <exhausted queue URL>")
+  redrive_command = "serverless-retry redrive --from-queue-url ${try(local.queue_url.exhausted, "<exhausted queue URL>")} --to-queue-url ${try(local.queue_url.source, "<source queue URL>")}"
+
+  # One alarm per concern, each on one metric. Keys are the concerns (and the alarm_arns keys).
+  metric_alarms = merge(
+    local.queues.dlq == null ? {} : {
+      dlq_depth = {
+        namespace   = "AWS/SQS"
+        metric      = "ApproximateNumberOfMessagesVisible"
+        dimensions  = { QueueName = local.queues.dlq }
+        statistic   = "Maximum"
+        threshold   = var.thresholds.dlq_depth
+        description = <<-EOT
+          serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
+          ${local.queues.dlq}. They are records the consumer could not hand on (sending a retry, a
+          schedule or an exhausted copy kept failing, or whole batches failed) maxReceiveCount times,
+          or retry schedules the Scheduler could not deliver. Find the error in the consumer's logs
+          ("SendMessageBatch failed", "CreateSchedule failed", or the invocation's exception), fix it,
+          then move the messages back with SQS DLQ redrive: aws sqs start-message-move-task
+          --source-arn <ARN of ${local.queues.dlq}>.
+        EOT
+      }
+    },
+    local.queues.exhausted == null ? {} : {
+      exhausted_depth = {
+        namespace   = "AWS/SQS"
+        metric      = "ApproximateNumberOfMessagesVisible"
+        dimensions  = { QueueName = local.queues.exhausted }
+        statistic   = "Maximum"
+        threshold   = var.thresholds.exhausted_depth
+        description = <<-EOT
+          serverless-retry: more than ${var.thresholds.exhausted_depth} message(s) in the
+          retry-exhausted queue ${local.queues.exhausted}. The consumer gave up on them (retry budget
+          or max age used up, non-retryable error, invalid envelope, too large to retry); each
+          envelope says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
+          fixed, redrive with a fresh budget: ${local.redrive_command} --dry-run, then without
+          --dry-run.
+        EOT
+      }
+    },
+    local.queues.source == null ? {} : {
+      oldest_message_age = {
+        namespace   = "AWS/SQS"
+        metric      = "ApproximateAgeOfOldestMessage"
+        dimensions  = { QueueName = local.queues.source }
+        statistic   = "Maximum"
+        threshold   = var.thresholds.oldest_message_age_seconds
+        description = <<-EOT
+          serverless-retry: the oldest message in ${local.queues.source} is older than
+          ${var.thresholds.oldest_message_age_seconds} s, so the consumer is not keeping up or not
+          consuming. Check the function's Errors and Throttles (reserved or maximum concurrency), that
+          its SQS event source mapping is Enabled, and the ${var.name} dashboard. A healthy retry
+          waits in the queue at most 900 s (SQS delay), or the policy's max_seconds with the
+          visibility transport.
+        EOT
+      }
+    },
+    var.function_name == null ? {} : {
+      function_errors = {
+        namespace   = "AWS/Lambda"
+        metric      = "Errors"
+        dimensions  = { FunctionName = var.function_name }
+        statistic   = "Sum"
+        threshold   = var.thresholds.function_errors
+        description = <<-EOT
+          serverless-retry: the consumer function ${var.function_name} failed more than
+          ${var.thresholds.function_errors} whole invocation(s) in ${local.period} s: an exception
+          outside the per-record handling (bad configuration at cold start, timeout, out of memory).
+          Records that fail one by one are retried by policy and do not count here. Every record of a
+          failed batch comes back after the visibility timeout and reaches the DLQ after
+          maxReceiveCount. Read the error in the function's logs (/aws/lambda/${var.function_name}).
+        EOT
+      }
+    },
+    local.service == null ? {} : {
+      delivery_failed = {
+        namespace   = var.metrics_namespace
+        metric      = "DeliveryFailed"
+        dimensions  = { service = local.service }
+        statistic   = "Sum"
+        threshold   = var.thresholds.delivery_failed
+        description = <<-EOT
+          serverless-retry: the consumer (service ${local.service}) could not send the
+          delayed retry, schedule or exhausted copy of more than ${var.thresholds.delivery_failed}
+          message(s) in ${local.period} s. Nothing is lost yet: those records went back to the queue
+          as batch item failures, but they reach the DLQ after maxReceiveCount if this persists. Look
+          for "SendMessageBatch failed" or "CreateSchedule failed" in the consumer's logs: usually
+          IAM, KMS, a Scheduler quota or throttling.
+        EOT
+      }
+    },
+  )
+
+  # The Exhausted rate: the consumer's outcome counters (EMF, dimension service), combined below.
+  outcome_metrics = {
+    processed        = "Processed"
+    exhausted        = "Exhausted"
+    non_retryable    = "NonRetryable"
+    invalid_envelope = "InvalidEnvelope"
+  }
+  # Only Processed is written on every invocation; the others only when non-zero, hence FILL.
+  finished_expression          = join(" + ", [for id in keys(local.outcome_metrics) : "FILL(${id}, 0)"])
+  exhausted_percent_expression = "IF(finished >= ${var.thresholds.exhausted_min_messages}, 100 * FILL(exhausted, 0) / finished, 0)"
+  exhausted_rate_description = local.service == null ? null : replace(trimspace(<<-EOT
+    serverless-retry: more than ${var.thresholds.exhausted_percent}% of the messages the consumer
+    (service ${local.service}) finished in ${local.period} s used up their retry budget (Exhausted /
+    (Processed + Exhausted + NonRetryable + InvalidEnvelope), evaluated when at least
+    ${var.thresholds.exhausted_min_messages} finished): a dependency fails for longer than the retry
+    policy waits. Inspect (removes nothing): ${local.inspect_command}. After the fix, redrive:
+    ${local.redrive_command} --dry-run, then without --dry-run.
+  EOT
+  ), "\n", " ")
+
+  # CloudWatch takes descriptions of one line, up to 1024 characters.
+  descriptions = { for concern, alarm in local.metric_alarms : concern => replace(trimspace(alarm.description), "\n", " ") }
+}
+
+resource "aws_cloudwatch_metric_alarm" "this" {
+  for_each = local.metric_alarms
+
+  alarm_name          = "${var.name}-${replace(each.key, "_", "-")}"
+  alarm_description   = local.descriptions[each.key]
+  namespace           = each.value.namespace
+  metric_name         = each.value.metric
+  dimensions          = each.value.dimensions
+  statistic           = each.value.statistic
+  period              = local.period
+  evaluation_periods  = var.evaluation.evaluation_periods
+  datapoints_to_alarm = local.datapoints
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = each.value.threshold
+  # No data means an idle queue or function (SQS publishes for a queue while it holds messages).
+  treat_missing_data = "notBreaching"
+
+  actions_enabled = true
+  alarm_actions   = var.alarm_actions
+  ok_actions      = var.ok_actions
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.descriptions[each.key]) <= 1024
+      error_message = "The ${each.key} alarm's description exceeds CloudWatch's 1024 characters: shorten the queue names or name."
+    }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "exhausted_rate" {
+  count = local.service == null ? 0 : 1
+
+  alarm_name          = "${var.name}-exhausted-rate"
+  alarm_description   = local.exhausted_rate_description
+  evaluation_periods  = var.evaluation.evaluation_periods
+  datapoints_to_alarm = local.datapoints
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.thresholds.exhausted_percent
+  treat_missing_data  = "notBreaching"
+
+  dynamic "metric_query" {
+    for_each = local.outcome_metrics
+    content {
+      id = metric_query.key
+      metric {
+        namespace   = var.metrics_namespace
+        metric_name = metric_query.value
+        dimensions  = { service = local.service }
+        stat        = "Sum"
+        period      = local.period
+      }
+    }
+  }
+
+  metric_query {
+    id         = "finished"
+    expression = local.finished_expression
+    label      = "Messages finished"
+  }
+
+  metric_query {
+    id          = "exhausted_percent"
+    expression  = local.exhausted_percent_expression
+    label       = "Exhausted (% of finished)"
+    return_data = true
+  }
+
+  actions_enabled = true
+  alarm_actions   = var.alarm_actions
+  ok_actions      = var.ok_actions
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.exhausted_rate_description) <= 1024
+      error_message = "The exhausted_rate alarm's description exceeds CloudWatch's 1024 characters: shorten the queue names or service."
+    }
+  }
+}

@@ -1,0 +1,178 @@
+variable "name" {
+  description = "Base name: the dashboard is `<name>` and each alarm `<name>-<concern>` (e.g. `orders-dlq-depth`)."
+  type        = string
+
+  validation {
+    # Dashboard names allow letters, digits, hyphens and underscores; the longest alarm suffix
+    # ("-oldest-message-age", 19) keeps alarm names well inside CloudWatch's 255.
+    condition     = can(regex("^[A-Za-z0-9_-]{1,200}$", var.name))
+    error_message = "name must be 1-200 characters of letters, digits, hyphens and underscores (it is the dashboard name)."
+  }
+}
+
+variable "queues" {
+  description = "Names (not URLs or ARNs) of the queues to watch, e.g. the scheduled-retry module's `queue_name`, `dlq_name` and `exhausted_queue_name`. Each is optional: an alarm or graph is only made for the queues given."
+  type = object({
+    source    = optional(string)
+    dlq       = optional(string)
+    exhausted = optional(string)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = alltrue([
+      for q in [var.queues.source, var.queues.dlq, var.queues.exhausted] :
+      q == null ? true : can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", q)) && length(q) <= 80
+    ])
+    error_message = "queues.source, queues.dlq and queues.exhausted must be SQS queue names (up to 80 letters, digits, hyphens and underscores, optionally ending in .fifo), not URLs or ARNs."
+  }
+}
+
+variable "function_name" {
+  description = "Name of the consumer function whose Errors are alarmed and whose invocations, errors, throttles and duration are graphed. null: no function alarm or graphs."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.function_name == null ? true : can(regex("^[A-Za-z0-9_-]{1,64}$", var.function_name))
+    error_message = "function_name must be a Lambda function name (1-64 letters, digits, hyphens and underscores), not an ARN."
+  }
+}
+
+variable "service" {
+  description = "The `service` dimension of the consumer's ServerlessRetry metrics (its POWERTOOLS_SERVICE_NAME). null uses function_name, which is what the consumer and scheduled-retry modules set. With neither, no metric alarms or graphs of the ServerlessRetry namespace are made."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.service == null ? true : length(var.service) >= 1 && length(var.service) <= 255
+    error_message = "service must be 1-255 characters (a CloudWatch dimension value)."
+  }
+}
+
+variable "metrics_namespace" {
+  description = "Namespace of the consumer's EMF metrics (its POWERTOOLS_METRICS_NAMESPACE)."
+  type        = string
+  default     = "ServerlessRetry"
+  nullable    = false
+
+  validation {
+    condition     = length(var.metrics_namespace) >= 1 && length(var.metrics_namespace) <= 255 && !startswith(var.metrics_namespace, "AWS/")
+    error_message = "metrics_namespace must be 1-255 characters and not an AWS/ namespace."
+  }
+}
+
+variable "thresholds" {
+  description = <<-EOT
+    When each alarm fires (each fires above its value). Depths are messages; errors and
+    DeliveryFailed are counts per period. oldest_message_age_seconds must exceed the longest wait a
+    healthy retry spends in the source queue: 900 s for SQS-delay retries, the policy's max_seconds
+    with the visibility transport. exhausted_percent is the share (0-100) of the messages the
+    consumer finished in a period that were Exhausted, only evaluated for periods with at least
+    exhausted_min_messages finished messages, so one failure out of two does not page anyone.
+  EOT
+  type = object({
+    dlq_depth                  = optional(number, 0)
+    exhausted_depth            = optional(number, 0)
+    oldest_message_age_seconds = optional(number, 1800)
+    function_errors            = optional(number, 0)
+    delivery_failed            = optional(number, 0)
+    exhausted_percent          = optional(number, 5)
+    exhausted_min_messages     = optional(number, 10)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = alltrue([
+      for t in [var.thresholds.dlq_depth, var.thresholds.exhausted_depth, var.thresholds.function_errors, var.thresholds.delivery_failed] :
+      floor(t) == t && t >= 0
+    ])
+    error_message = "thresholds.dlq_depth, exhausted_depth, function_errors and delivery_failed must be whole numbers >= 0 (the alarm fires above them)."
+  }
+
+  validation {
+    # 14 days is the longest an SQS queue keeps a message.
+    condition     = floor(var.thresholds.oldest_message_age_seconds) == var.thresholds.oldest_message_age_seconds && var.thresholds.oldest_message_age_seconds >= 60 && var.thresholds.oldest_message_age_seconds <= 1209600
+    error_message = "thresholds.oldest_message_age_seconds must be a whole number of seconds from 60 to 1209600 (14 days, the longest SQS keeps a message), got ${var.thresholds.oldest_message_age_seconds}."
+  }
+
+  validation {
+    condition     = var.thresholds.exhausted_percent >= 0 && var.thresholds.exhausted_percent < 100
+    error_message = "thresholds.exhausted_percent must be from 0 to below 100 (the alarm fires above it), got ${var.thresholds.exhausted_percent}."
+  }
+
+  validation {
+    condition     = floor(var.thresholds.exhausted_min_messages) == var.thresholds.exhausted_min_messages && var.thresholds.exhausted_min_messages >= 1
+    error_message = "thresholds.exhausted_min_messages must be a whole number >= 1, got ${var.thresholds.exhausted_min_messages}."
+  }
+}
+
+variable "evaluation" {
+  description = "How every alarm evaluates: the period in seconds, the number of periods looked at, and how many of them must breach (null: all of them)."
+  type = object({
+    period_seconds      = optional(number, 300)
+    evaluation_periods  = optional(number, 1)
+    datapoints_to_alarm = optional(number)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    # SQS and Lambda publish one-minute metrics; CloudWatch looks back at most one day for them.
+    condition     = floor(var.evaluation.period_seconds / 60) * 60 == var.evaluation.period_seconds && var.evaluation.period_seconds >= 60 && var.evaluation.period_seconds <= 86400
+    error_message = "evaluation.period_seconds must be a multiple of 60 from 60 to 86400, got ${var.evaluation.period_seconds}."
+  }
+
+  validation {
+    condition     = floor(var.evaluation.evaluation_periods) == var.evaluation.evaluation_periods && var.evaluation.evaluation_periods >= 1 && var.evaluation.period_seconds * var.evaluation.evaluation_periods <= 86400
+    error_message = "evaluation.evaluation_periods must be a whole number >= 1, and evaluation_periods x period_seconds at most 86400 (one day)."
+  }
+
+  validation {
+    condition     = var.evaluation.datapoints_to_alarm == null ? true : floor(var.evaluation.datapoints_to_alarm) == var.evaluation.datapoints_to_alarm && var.evaluation.datapoints_to_alarm >= 1 && var.evaluation.datapoints_to_alarm <= var.evaluation.evaluation_periods
+    error_message = "evaluation.datapoints_to_alarm must be null or a whole number from 1 to evaluation_periods."
+  }
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when an alarm fires, e.g. SNS topics (at most 5, CloudWatch's limit)."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for a in var.alarm_actions : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:.+$", a))])
+    error_message = "Every alarm_actions entry must be an ARN (arn:<partition>:<service>:<region>:<account>:<resource>), e.g. an SNS topic ARN; offending: ${join(", ", [for a in var.alarm_actions : "\"${a}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:.+$", a))])}."
+  }
+
+  validation {
+    condition     = length(var.alarm_actions) <= 5
+    error_message = "CloudWatch allows at most 5 alarm_actions per alarm."
+  }
+}
+
+variable "ok_actions" {
+  description = "ARNs notified when an alarm returns to OK (at most 5)."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for a in var.ok_actions : can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:.+$", a))])
+    error_message = "Every ok_actions entry must be an ARN (arn:<partition>:<service>:<region>:<account>:<resource>), e.g. an SNS topic ARN; offending: ${join(", ", [for a in var.ok_actions : "\"${a}\"" if !can(regex("^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:[a-z0-9-]*:.+$", a))])}."
+  }
+
+  validation {
+    condition     = length(var.ok_actions) <= 5
+    error_message = "CloudWatch allows at most 5 ok_actions per alarm."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every alarm (CloudWatch dashboards take no tags)."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
