@@ -8,6 +8,11 @@ output "queue_arn" {
   value       = module.queue.queue_arn
 }
 
+output "queue_name" {
+  description = "Name of the source queue (the QueueName dimension of its CloudWatch metrics)."
+  value       = module.queue.queue_name
+}
+
 output "dlq_url" {
   description = "URL of the source queue's DLQ."
   value       = module.queue.dlq_url
@@ -18,6 +23,11 @@ output "dlq_arn" {
   value       = module.queue.dlq_arn
 }
 
+output "dlq_name" {
+  description = "Name of the source queue's DLQ."
+  value       = module.queue.dlq_name
+}
+
 output "exhausted_queue_url" {
   description = "URL of the retry-exhausted queue (envelopes that say why they were given up)."
   value       = module.queue.exhausted_queue_url
@@ -26,6 +36,11 @@ output "exhausted_queue_url" {
 output "exhausted_queue_arn" {
   description = "ARN of the retry-exhausted queue."
   value       = module.queue.exhausted_queue_arn
+}
+
+output "exhausted_queue_name" {
+  description = "Name of the retry-exhausted queue."
+  value       = module.queue.exhausted_queue_name
 }
 
 output "producer_policy_json" {
