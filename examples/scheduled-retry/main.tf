@@ -29,6 +29,23 @@ module "orders" {
   tags        = var.tags
 }
 
-# Monitoring hooks: the monitoring module (alarms on the DLQ and exhausted-queue depth, message age,
-# consumer errors, and a dashboard) plugs in here from these outputs once it exists:
-#   queue_arn, dlq_arn, exhausted_queue_arn, function_name.
+# Alarms on the DLQ and exhausted-queue depth, the age of the oldest order, the consumer's errors,
+# DeliveryFailed and the Exhausted rate, and one dashboard. The thresholds are the module's defaults;
+# alarm_actions (e.g. an SNS topic that emails the on-call) is empty unless you give one.
+module "monitoring" {
+  source = "../../modules/monitoring"
+  count  = var.monitoring ? 1 : 0
+
+  name = var.name
+  queues = {
+    source    = module.orders.queue_name
+    dlq       = module.orders.dlq_name
+    exhausted = module.orders.exhausted_queue_name
+  }
+  # The consumer's name is also the service dimension of its ServerlessRetry metrics.
+  function_name = module.orders.function_name
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}

@@ -47,3 +47,13 @@ output "retry_policy_json" {
   description = "The policy the consumer runs with (SERVERLESS_RETRY_POLICY)."
   value       = module.orders.retry_policy_json
 }
+
+output "dashboard_name" {
+  description = "The CloudWatch dashboard, or null with monitoring = false."
+  value       = var.monitoring ? module.monitoring[0].dashboard_name : null
+}
+
+output "alarm_arns" {
+  description = "The alarms by concern ({} with monitoring = false)."
+  value       = var.monitoring ? module.monitoring[0].alarm_arns : {}
+}

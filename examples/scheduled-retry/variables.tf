@@ -48,6 +48,20 @@ variable "environment" {
   nullable    = false
 }
 
+variable "monitoring" {
+  description = "Create the CloudWatch alarms and dashboard of modules/monitoring."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "alarm_actions" {
+  description = "ARNs (e.g. SNS topics) the alarms notify when they fire and when they recover."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
 variable "tags" {
   description = "Tags for every taggable resource."
   type        = map(string)

@@ -119,3 +119,56 @@ def test_scheduler_role_trusts_the_scheduler_and_sends_only_to_its_queue(applied
     }
     group = applied.client("scheduler").get_schedule_group(Name=out["schedule_group_name"])
     assert group["State"] == "ACTIVE"
+
+
+def test_monitoring_alarms_watch_the_applied_queues_and_function(applied: Applied) -> None:
+    out = applied.outputs
+    queue, dlq, exhausted = (
+        out[k].rsplit("/", 1)[1] for k in ("queue_url", "dlq_url", "exhausted_queue_url")
+    )
+    function = out["function_name"]
+    cloudwatch = applied.client("cloudwatch")
+    alarms = {a["AlarmArn"]: a for a in cloudwatch.describe_alarms()["MetricAlarms"]}
+    watched = {
+        concern: (alarms[arn].get("Namespace"), alarms[arn].get("MetricName"), alarms[arn].get("Dimensions"))
+        for concern, arn in out["alarm_arns"].items()
+    }
+    assert watched == {
+        "dlq_depth": ("AWS/SQS", "ApproximateNumberOfMessagesVisible", [{"Name": "QueueName", "Value": dlq}]),
+        "exhausted_depth": (
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            [{"Name": "QueueName", "Value": exhausted}],
+        ),
+        "oldest_message_age": (
+            "AWS/SQS",
+            "ApproximateAgeOfOldestMessage",
+            [{"Name": "QueueName", "Value": queue}],
+        ),
+        "function_errors": ("AWS/Lambda", "Errors", [{"Name": "FunctionName", "Value": function}]),
+        # The consumer's POWERTOOLS_SERVICE_NAME is its name: the service dimension of its metrics.
+        "delivery_failed": ("ServerlessRetry", "DeliveryFailed", [{"Name": "service", "Value": function}]),
+        "exhausted_rate": (None, None, []),  # metric math over the outcome counters
+    }
+    rate = alarms[out["alarm_arns"]["exhausted_rate"]]
+    assert {
+        q["Id"]: q.get("MetricStat", {}).get("Metric", {}).get("MetricName") for q in rate["Metrics"]
+    } == {
+        "processed": "Processed",
+        "exhausted": "Exhausted",
+        "non_retryable": "NonRetryable",
+        "invalid_envelope": "InvalidEnvelope",
+        "finished": None,
+        "exhausted_percent": None,
+    }
+    assert all(a["TreatMissingData"] == "notBreaching" for a in alarms.values())
+
+    body = json.loads(cloudwatch.get_dashboard(DashboardName=out["dashboard_name"])["DashboardBody"])
+    (alarm_widget,) = [w for w in body["widgets"] if w["type"] == "alarm"]
+    assert set(alarm_widget["properties"]["alarms"]) == set(out["alarm_arns"].values())
+    graphed = {
+        tuple(m[:-1]) for w in body["widgets"] if w["type"] == "metric" for m in w["properties"]["metrics"]
+    }
+    assert ("AWS/SQS", "ApproximateNumberOfMessagesDelayed", "QueueName", queue) in graphed
+    assert ("ServerlessRetry", "RetryScheduled", "service", function, "transport", "scheduler") in graphed
+    assert ("AWS/Lambda", "Throttles", "FunctionName", function) in graphed
