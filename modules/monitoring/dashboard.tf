@@ -110,17 +110,20 @@ locals {
       y      = 5 + floor(i / 2) * 6
       width  = 12
       height = 6
-      properties = {
-        title       = graph.title
-        region      = local.region
-        view        = "timeSeries"
-        stacked     = false
-        period      = local.period
-        stat        = graph.stat
-        metrics     = graph.metrics
-        yAxis       = { left = { min = 0 } }
-        annotations = { horizontal = graph.lines }
-      }
+      properties = merge(
+        {
+          title   = graph.title
+          region  = local.region
+          view    = "timeSeries"
+          stacked = false
+          period  = local.period
+          stat    = graph.stat
+          metrics = graph.metrics
+          yAxis   = { left = { min = 0 } }
+        },
+        # A line at an alarm's threshold, where a graph has one.
+        length(graph.lines) == 0 ? {} : { annotations = { horizontal = graph.lines } },
+      )
     }
   ]
 }

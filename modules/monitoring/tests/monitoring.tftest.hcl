@@ -224,6 +224,13 @@ run "dashboard_draws_every_concern" {
   }
 
   assert {
+    condition = [
+      for w in jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets : try(w.properties.annotations.horizontal, null) if w.type == "metric"
+    ] == [null, [{ label = "source alarm", value = 1800 }], null, null, null, null]
+    error_message = "The age graph draws the age alarm's threshold; no other graph has an annotation."
+  }
+
+  assert {
     condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 6
     error_message = "The alarm widget shows all six alarms."
   }
@@ -328,4 +335,18 @@ run "queue_url_instead_of_a_name" {
   }
 
   expect_failures = [var.queues]
+}
+
+run "description_over_1024_characters" {
+  command = plan
+
+  variables {
+    service = join("", [for i in range(51) : "svc-x"])
+    queues = {
+      source    = "orders"
+      exhausted = join("", [for i in range(15) : "exhst"])
+    }
+  }
+
+  expect_failures = [aws_cloudwatch_metric_alarm.exhausted_rate]
 }
