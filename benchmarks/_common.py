@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from serverless_retry.aws import AwsClients
@@ -34,33 +35,9 @@ ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/orders-scheduler"
 SCHEDULE_GROUP = "orders-retries"
 
 # The policy of DESIGN §3: a first failure of an unnamed error waits ≤ 10 s, so `auto` picks the SQS delay.
-DESIGN_POLICY: dict[str, Any] = {
-    "max_attempts": 5,
-    "max_age_seconds": 86400,
-    "backoff": {
-        "strategy": "exponential",
-        "base_seconds": 10,
-        "multiplier": 2,
-        "max_seconds": 3600,
-        "jitter": "full",
-    },
-    "rules": [
-        {
-            "errors": ["ThrottlingError"],
-            "http_status": [429, 503],
-            "honor_retry_after": True,
-            "backoff": {"strategy": "fixed", "base_seconds": 300},
-        },
-        {
-            "errors": ["TimeoutError", "ConnectionError"],
-            "max_attempts": 8,
-            "backoff": {"strategy": "fixed", "base_seconds": 30},
-        },
-        {"errors": ["ValidationError", "KeyError"], "retry": False},
-    ],
-    "unmatched": "retry",
-    "transport": "auto",
-}
+DESIGN_POLICY: dict[str, Any] = json.loads(
+    (Path(__file__).resolve().parents[1] / "tests" / "events" / "policy-design.json").read_text()
+)
 
 POWERTOOLS_ENV = {
     "POWERTOOLS_SERVICE_NAME": "orders",

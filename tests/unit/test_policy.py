@@ -6,6 +6,7 @@ import json
 import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,33 +23,10 @@ from serverless_retry.policy import (
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
-DESIGN_EXAMPLE: dict[str, Any] = {
-    "max_attempts": 5,
-    "max_age_seconds": 86400,
-    "backoff": {
-        "strategy": "exponential",
-        "base_seconds": 10,
-        "multiplier": 2,
-        "max_seconds": 3600,
-        "jitter": "full",
-    },
-    "rules": [
-        {
-            "errors": ["ThrottlingError"],
-            "http_status": [429, 503],
-            "honor_retry_after": True,
-            "backoff": {"strategy": "fixed", "base_seconds": 300},
-        },
-        {
-            "errors": ["TimeoutError", "ConnectionError"],
-            "max_attempts": 8,
-            "backoff": {"strategy": "fixed", "base_seconds": 30},
-        },
-        {"errors": ["ValidationError", "KeyError"], "retry": False},
-    ],
-    "unmatched": "retry",
-    "transport": "auto",
-}
+# The policy of DESIGN §3, shared with the benchmarks.
+DESIGN_EXAMPLE: dict[str, Any] = json.loads(
+    (Path(__file__).resolve().parents[1] / "events" / "policy-design.json").read_text()
+)
 
 
 # --- parsing --------------------------------------------------------------------------------------
