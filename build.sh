@@ -60,9 +60,9 @@ cmd_test() {
   source scripts/tf-env.sh
   cmd_package
   log "ruff"
-  "$VENV/bin/ruff" check lambda_src tests benchmarks scripts examples
-  "$VENV/bin/ruff" format --check lambda_src tests benchmarks scripts examples
-  log "mypy (strict) on lambda_src"
+  "$VENV/bin/ruff" check lambda_src tools_src tests benchmarks scripts examples
+  "$VENV/bin/ruff" format --check lambda_src tools_src tests benchmarks scripts examples
+  log "mypy (strict) on lambda_src and tools_src"
   "$VENV/bin/mypy"
   log "pytest"
   "$VENV/bin/python" -m pytest "$@"

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from serverless_retry.local.emulator import Emulator
-from serverless_retry.local.runtime import Runtime
+from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dist" / "serverless-retry.zip"

@@ -90,7 +90,8 @@ def write_zip(entries: list[tuple[str, Path]], out: Path) -> None:
 
 def build(out: Path, extra: list[Path]) -> str:
     deps = install_runtime_deps(ROOT / "requirements" / "runtime.txt", ROOT / "build" / "package")
-    entries = iter_files(deps)
+    # pip's console scripts (bin/, e.g. jmespath's jp.py) cannot run in Lambda: only importable code goes.
+    entries = [(arc, path) for arc, path in iter_files(deps) if not arc.startswith("bin/")]
     entries += iter_files(ROOT / "lambda_src" / "serverless_retry", "serverless_retry/")
     for path in extra:
         # Extra user code (an example's processor): files go to the zip root, packages keep their name.

@@ -290,7 +290,7 @@ class RetryPolicy:
                 raise
             raise PolicyError("$", f"not valid JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise PolicyError("$", f"must be a JSON object, got {_json_kind(data)}")
+            raise PolicyError("$", f"must be a JSON object, got {json_kind(data)}")
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, object]:
@@ -497,15 +497,3 @@ def retry_after_seconds(value: RetryAfter | object, now: datetime) -> float | No
         when = when.replace(tzinfo=UTC)
     reference = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
     return max(0.0, (when - reference).total_seconds())
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"

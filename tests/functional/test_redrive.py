@@ -10,9 +10,9 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from serverless_retry import cli
 from serverless_retry.envelope import encode, final_envelope, unwrap
-from serverless_retry.redrive import decode, redrive
+from serverless_retry.queue_redrive import decode, redrive
+from serverless_retry_tools import cli
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 

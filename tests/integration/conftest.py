@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry.local.emulator import Emulator
-from serverless_retry.local.terraform import Terraform, cli_environment
+from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.terraform import Terraform, cli_environment
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "scheduled-retry"

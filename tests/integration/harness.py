@@ -10,9 +10,15 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from serverless_retry.local.accounting import Accounting, SentMessage, account, parse_final, parse_log_lines
-from serverless_retry.local.runtime import Runtime, RuntimeEvent
-from serverless_retry.local.workload import WorkItem
+from serverless_retry_tools.local.accounting import (
+    Accounting,
+    SentMessage,
+    account,
+    parse_final,
+    parse_log_lines,
+)
+from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.workload import WorkItem
 
 from .conftest import Stack
 

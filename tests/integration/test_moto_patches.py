@@ -19,8 +19,8 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry.local.emulator import Emulator
-from serverless_retry.local.moto_patches import PATCHES
+from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.moto_patches import PATCHES
 
 NO_RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"})
 TLS_ONLY = {

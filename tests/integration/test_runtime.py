@@ -16,8 +16,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from serverless_retry.local.emulator import Emulator
-from serverless_retry.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 3})
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from serverless_retry.local.emulator import Emulator
+from serverless_retry_tools.local.emulator import Emulator
 
 from tests.terraform.conftest import ROOT, Terraform, ignore_state
 from tests.terraform.conftest import init as terraform_init

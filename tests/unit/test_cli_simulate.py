@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from serverless_retry import cli
+from serverless_retry_tools import cli
 
 POLICY = {
     "max_attempts": 4,

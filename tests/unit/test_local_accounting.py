@@ -6,14 +6,14 @@ import json
 from typing import Any
 
 import pytest
-from serverless_retry.local.accounting import (
+from serverless_retry_tools.local.accounting import (
     FinalRecord,
     SentMessage,
     account,
     parse_final,
     parse_log_lines,
 )
-from serverless_retry.local.workload import DEFAULT_MIX, MALFORMED, build_workload
+from serverless_retry_tools.local.workload import DEFAULT_MIX, MALFORMED, build_workload
 
 SENT = [SentMessage(f"m{i}", "ok", f"o-{i}", "processed") for i in range(1, 5)]
 

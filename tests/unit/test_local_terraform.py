@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serverless_retry.local.terraform import cli_environment, declared_variables
+from serverless_retry_tools.local.terraform import cli_environment, declared_variables
 
 
 def test_declared_variables_reads_every_tf_file(tmp_path: Path) -> None:

@@ -54,3 +54,28 @@ def test_zip_contents(two_builds: tuple[Path, Path]) -> None:
     assert "aws_lambda_powertools/__init__.py" in names
     # boto3 and botocore come from the Lambda runtime: bundling them would pin a stale SDK.
     assert not [n for n in names if n.startswith(("boto3/", "botocore/"))]
+
+
+def test_zip_holds_only_what_runs_in_lambda(two_builds: tuple[Path, Path]) -> None:
+    """The deployed package is the Lambda code and its pinned runtime dependencies: no dev tools (the
+    local emulator, the CLI, moto), no tests. Every top-level entry is accounted for here."""
+    with zipfile.ZipFile(two_builds[0]) as archive:
+        names = archive.namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    pinned = {
+        line.split("==")[0].strip().lower().replace("-", "_")
+        for line in (ROOT / "requirements" / "runtime.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    allowed_prefixes = ("serverless_retry", *pinned)
+    unexpected = sorted(t for t in top if not t.lower().startswith(allowed_prefixes) and t != "re2.py")
+    assert unexpected == []
+    assert not [n for n in top if n.startswith(("serverless_retry_tools", "moto", "tests"))]
+    ours = sorted(n for n in names if n.startswith("serverless_retry/"))
+    shipped = sorted(
+        "serverless_retry/" + p.relative_to(ROOT / "lambda_src" / "serverless_retry").as_posix()
+        for p in (ROOT / "lambda_src" / "serverless_retry").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    assert ours == shipped
+    assert not [n for n in ours if "/local/" in n or n.endswith("/cli.py")]

@@ -199,11 +199,11 @@ def test_each_bad_field_is_named(data: dict[str, Any], field: str, problem: str)
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("[]", "must be a JSON object, got an array"),
-        ('"policy"', "must be a JSON object, got a string"),
-        ("5", "must be a JSON object, got a number"),
+        ("[]", "must be a JSON object, got array"),
+        ('"policy"', "must be a JSON object, got string"),
+        ("5", "must be a JSON object, got number"),
         ("null", "must be a JSON object, got null"),
-        ("true", "must be a JSON object, got a boolean"),
+        ("true", "must be a JSON object, got boolean"),
         ("{", "not valid JSON"),
         ("", "not valid JSON"),
         ('{"backoff": {"base_seconds": NaN}}', "NaN is not a JSON number"),

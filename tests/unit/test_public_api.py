@@ -16,7 +16,7 @@ def test_all_names_resolve() -> None:
 
 def test_import_creates_no_client_and_reads_no_environment() -> None:
     # A fresh interpreter with no AWS configuration at all: the import alone must succeed.
-    code = "import serverless_retry, serverless_retry.testing, serverless_retry.cli; print('ok')"
+    code = "import serverless_retry, serverless_retry.testing, serverless_retry_tools.cli; print('ok')"
     env = {"PATH": "/usr/bin:/bin"}
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False

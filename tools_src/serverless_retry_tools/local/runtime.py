@@ -1,5 +1,5 @@
 """The parts of AWS that moto stores but never runs: SQS event source mappings, EventBridge
-Scheduler one-time schedules and (see :mod:`serverless_retry.local.pipes`) Pipes with SQS sources. Everything the runtime does, it reads from the emulator's own state
+Scheduler one-time schedules and (see :mod:`serverless_retry_tools.local.pipes`) Pipes with SQS sources. Everything the runtime does, it reads from the emulator's own state
 through the AWS API (ListEventSourceMappings, GetFunction and its Code.Location, ListSchedules,
 GetSchedule), never from a list of its own: apply a different root, or change a batch size with
 UpdateEventSourceMapping, and the runtime follows.
@@ -7,9 +7,9 @@ UpdateEventSourceMapping, and the runtime follows.
 Event source mappings. One poller thread per enabled mapping on an SQS queue receives up to its
 BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batch), with the
 queue's own visibility timeout, and invokes the mapped function (see
-:mod:`serverless_retry.local.functions`: the deployed zip, the function's environment, a worker
+:mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, a worker
 process per function, the function's timeout). It then applies Lambda's rules for the answer
-(:func:`serverless_retry.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
+(:func:`serverless_retry_tools.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
 and the whole batch when the handler raised, timed out or crashed, are left alone, so the visibility
 timeout brings them back and the queue's redrive policy moves them to its DLQ after
 maxReceiveCount receives. Not emulated: FilterCriteria (a mapping with one is skipped, with a
@@ -57,15 +57,15 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-
 from serverless_retry.clock import ScaledClock
-from serverless_retry.local.emulator import FAKE_CREDENTIALS
-from serverless_retry.local.functions import FunctionPool, InvocationResult
-from serverless_retry.local.logs import LogShipper
-from serverless_retry.local.pipes import PipeRunner
-from serverless_retry.local.polling import delete_messages, receive_batch
-from serverless_retry.local.schedules import after_failure, dead_letter_attributes, parse_at
-from serverless_retry.local.sqs_events import judge_batch, sqs_event
+
+from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
+from serverless_retry_tools.local.functions import FunctionPool, InvocationResult
+from serverless_retry_tools.local.logs import LogShipper
+from serverless_retry_tools.local.pipes import PipeRunner
+from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
+from serverless_retry_tools.local.sqs_events import judge_batch, sqs_event
 
 __all__ = ["Runtime", "RuntimeEvent"]
 

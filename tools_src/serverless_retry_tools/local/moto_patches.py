@@ -1,13 +1,13 @@
 """The smallest fixes that let our modules apply to moto 5.2 and behave there as on AWS.
 
 Each patch is named after the moto behaviour it corrects, changes one thing, and can be undone.
-Only the emulator child (:mod:`serverless_retry.local.emulator_server`) applies them, so they never
+Only the emulator child (:mod:`serverless_retry_tools.local.emulator_server`) applies them, so they never
 leak into a user's process. ``tests/integration/test_moto_patches.py`` proves, for each one, that raw
 moto still behaves wrongly (so the patch is still needed: a moto upgrade that fixes the gap makes
 that test fail, and the patch can go) and that the patched emulator behaves like AWS.
 
 Gaps the patches do not cover because the runtime does the work: schedules never fire and pipes
-never run in moto (:mod:`serverless_retry.local.runtime` does both for schedules).
+never run in moto (:mod:`serverless_retry_tools.local.runtime` does both for schedules).
 """
 
 from __future__ import annotations

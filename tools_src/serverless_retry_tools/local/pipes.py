@@ -18,11 +18,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.local.polling import delete_messages, receive_batch
-from serverless_retry.local.sqs_events import sqs_event
+from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.sqs_events import sqs_event
 
 if TYPE_CHECKING:
-    from serverless_retry.local.runtime import Runtime
+    from serverless_retry_tools.local.runtime import Runtime
 
 __all__ = ["PipeRunner"]
 

@@ -1,7 +1,7 @@
 """The emulator child process: moto's server app with our compatibility patches, on 127.0.0.1.
 
-Started by :class:`serverless_retry.local.emulator.Emulator`; not meant to be run by hand, though
-``python -m serverless_retry.local.emulator_server --port 5000`` works for debugging. It prints one
+Started by :class:`serverless_retry_tools.local.emulator.Emulator`; not meant to be run by hand, though
+``python -m serverless_retry_tools.local.emulator_server --port 5000`` works for debugging. It prints one
 JSON line (``{"url": ..., "patches": [...]}``) once it accepts connections, then serves until it
 reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
-from serverless_retry.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
+from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

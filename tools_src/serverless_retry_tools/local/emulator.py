@@ -7,14 +7,14 @@
 Why a child process rather than moto's ``ThreadedMotoServer`` in this process: moto keeps its state
 in module globals, so an in-process server would share it with every ``mock_aws`` test in the same
 pytest process (which resets it) and with any second emulator; the compatibility patches
-(:mod:`serverless_retry.local.moto_patches`) would leak into the caller; and the server would
+(:mod:`serverless_retry_tools.local.moto_patches`) would leak into the caller; and the server would
 compete for this process's GIL with the runtime. A child gets its own state, its own patches and
 its own interpreter, and ``stop()`` ends it for certain. The runtime then reads everything through
 the AWS API, exactly as it would against a real endpoint: the one thing moto could not serve that
 way, a function's deployed code, is served by the ``lambda_code_location_unreachable`` patch at the
 URL GetFunction returns, as AWS does with its presigned S3 URL.
 
-This module imports nothing from moto; the child (:mod:`serverless_retry.local.emulator_server`)
+This module imports nothing from moto; the child (:mod:`serverless_retry_tools.local.emulator_server`)
 does.
 """
 
@@ -91,7 +91,7 @@ class Emulator:
     def start(self) -> str:
         if self._proc is not None:
             raise EmulatorError("the emulator is already started")
-        cmd = [self._python, "-m", "serverless_retry.local.emulator_server", "--host", "127.0.0.1"]
+        cmd = [self._python, "-m", "serverless_retry_tools.local.emulator_server", "--host", "127.0.0.1"]
         if self._patches is not None:
             cmd += ["--patches", ",".join(self._patches) or "none"]
         if self._log_path is not None:

@@ -1,5 +1,5 @@
 """The ``serverless-retry`` command: simulate a policy, inspect and redrive the exhausted queue, and
-(from serverless_retry.local) run the local emulator and the demo."""
+(from serverless_retry_tools.local) run the local emulator and the demo."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 from serverless_retry.clock import FrozenClock
 from serverless_retry.errors import HttpError, PolicyError, RetryableError
 from serverless_retry.policy import RetryPolicy
-from serverless_retry.redrive import ExhaustedMessage, iter_exhausted, redrive, release
+from serverless_retry.queue_redrive import ExhaustedMessage, iter_exhausted, redrive, release
 
 
 def _load_policy(text: str) -> RetryPolicy:
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     red.set_defaults(func=cmd_redrive)
 
     try:
-        from serverless_retry.local.cli import register
+        from serverless_retry_tools.local.cli import register
     except ImportError:  # the local runtime needs the [local] extra (moto)
         pass
     else:

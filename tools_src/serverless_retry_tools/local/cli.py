@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from serverless_retry.local.demo import demo_main
+    from serverless_retry_tools.local.demo import demo_main
 
     return demo_main(args)
 
@@ -76,9 +76,9 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
-    from serverless_retry.local.emulator import Emulator
-    from serverless_retry.local.runtime import Runtime, RuntimeEvent
-    from serverless_retry.local.terraform import (
+    from serverless_retry_tools.local.emulator import Emulator
+    from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+    from serverless_retry_tools.local.terraform import (
         Terraform,
         TerraformError,
         cli_environment,

@@ -3,7 +3,7 @@
 Start the emulator, apply ``examples/scheduled-retry`` to it, send a mixed workload of orders (and
 one malformed envelope), run the local runtime until every message is final or a deadline passes,
 then account for every message from what the emulator shows (the retry-exhausted queue, the DLQ,
-the function's CloudWatch Logs; see :mod:`serverless_retry.local.accounting`), destroy and stop.
+the function's CloudWatch Logs; see :mod:`serverless_retry_tools.local.accounting`), destroy and stop.
 Exit status 0 only when processed + exhausted + DLQ = sent and each message ended as the example's
 policy says it should.
 """
@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import boto3
 from botocore.config import Config
 
-from serverless_retry.local.accounting import (
+from serverless_retry_tools.local.accounting import (
     Accounting,
     FinalRecord,
     SentMessage,
@@ -33,10 +33,10 @@ from serverless_retry.local.accounting import (
     parse_final,
     parse_log_lines,
 )
-from serverless_retry.local.emulator import Emulator
-from serverless_retry.local.runtime import Runtime, RuntimeEvent
-from serverless_retry.local.terraform import Terraform, TerraformError, cli_environment
-from serverless_retry.local.workload import MALFORMED, WorkItem, build_workload
+from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.terraform import Terraform, TerraformError, cli_environment
+from serverless_retry_tools.local.workload import MALFORMED, WorkItem, build_workload
 
 __all__ = ["DemoOptions", "find_repo_root", "run_demo"]
 
