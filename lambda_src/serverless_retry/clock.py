@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -14,22 +13,15 @@ class Clock(Protocol):
         """The current time, timezone-aware UTC."""
         ...
 
-    def real_seconds(self, logical_seconds: float) -> int:
-        """How many wall-clock seconds a logical wait takes (what SQS DelaySeconds must be given)."""
-        ...
-
 
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
 
-    def real_seconds(self, logical_seconds: float) -> int:
-        return max(0, math.ceil(logical_seconds))
-
 
 @dataclass
 class FrozenClock:
-    """A clock that only moves when told to; ``real_seconds`` is the identity."""
+    """A clock that only moves when told to."""
 
     current: datetime = field(default_factory=lambda: datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC))
 
@@ -40,17 +32,15 @@ class FrozenClock:
         self.current = self.current + timedelta(seconds=seconds)
         return self.current
 
-    def real_seconds(self, logical_seconds: float) -> int:
-        return max(0, math.ceil(logical_seconds))
-
 
 @dataclass(frozen=True)
 class ScaledClock:
     """Logical time runs ``scale`` times faster than the wall clock from ``epoch`` (a Unix time).
 
-    The local runtime and every handler it invokes build this from the same two environment
-    variables, so an ``at()`` written by a consumer and the runtime's idea of "due" agree, and a
-    300 s logical SQS delay becomes ceil(300 / scale) real seconds.
+    The local runtime, the emulator and every handler the runtime invokes build this from the same
+    two environment variables, so an ``at()`` written by a consumer and the runtime's idea of "due"
+    agree. Durations the consumer sends to SQS (DelaySeconds, visibility timeouts) are logical seconds
+    as they are: the emulator runs SQS on this same logical clock.
     """
 
     epoch: float
@@ -61,7 +51,6 @@ class ScaledClock:
         logical = self.epoch + (real - self.epoch) * self.scale
         return datetime.fromtimestamp(logical, UTC)
 
-    def real_seconds(self, logical_seconds: float) -> int:
-        if logical_seconds <= 0:
-            return 0
-        return max(1, math.ceil(logical_seconds / self.scale))
+    def real_duration(self, logical_seconds: float) -> float:
+        """Wall-clock seconds that ``logical_seconds`` take (for the local runtime's own waits)."""
+        return max(0.0, logical_seconds / self.scale)

@@ -282,7 +282,7 @@ class RetryingConsumer:
             transport = "scheduler"
             decision = replace(decision, transport=transport)
         if transport == "visibility":
-            timeout = min(VISIBILITY_MAX_SECONDS, self.clock.real_seconds(decision.delay_seconds))
+            timeout = min(VISIBILITY_MAX_SECONDS, decision.delay_seconds)
             plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], timeout))
             self.logger.info(
                 "processing failed; retry via visibility timeout",
@@ -300,7 +300,7 @@ class RetryingConsumer:
             return
         meta = envelope["serverless_retry"]
         if transport == "sqs-delay":
-            delay = min(SQS_MAX_DELAY_SECONDS, self.clock.real_seconds(decision.delay_seconds))
+            delay = min(SQS_MAX_DELAY_SECONDS, decision.delay_seconds)
             plan.delayed.append(Outgoing(message_id, body, delay_seconds=delay))
         else:
             plan.scheduled.append(

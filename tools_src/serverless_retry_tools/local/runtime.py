@@ -498,5 +498,5 @@ class Runtime:
             )
             if result.ok:
                 return
-            self._stop.wait(self.clock.real_seconds(60 * (attempt + 1)))
+            self._stop.wait(self.clock.real_duration(60 * (attempt + 1)))
         self.emit("error", where=f"async invoke of {function}", error=result.error_text if result else "")
