@@ -23,6 +23,8 @@ only ``handlers`` import it. Pure modules here (types, records, state, enrichmen
 planning) import no boto3.
 """
 
+from serverless_retry.selfheal.decorator import read_retry_state, self_healing
+from serverless_retry.selfheal.state import InvalidRetryState, attach, read
 from serverless_retry.selfheal.types import (
     ALWAYS_EXHAUSTED_ERROR_TYPES,
     BUS_DETAIL_TYPE,
@@ -56,9 +58,14 @@ __all__ = [
     "ExhaustedRecord",
     "FailureDetail",
     "FailureMeta",
+    "InvalidRetryState",
     "PipeRecord",
     "RedriveTo",
     "RetryState",
     "SourceConfig",
     "SourceType",
+    "attach",
+    "read",
+    "read_retry_state",
+    "self_healing",
 ]
