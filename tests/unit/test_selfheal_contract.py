@@ -8,7 +8,6 @@ import typing
 from pathlib import Path
 
 import pytest
-
 from serverless_retry.selfheal import types
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "self-healing-contract.md").read_text()
