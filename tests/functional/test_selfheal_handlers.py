@@ -284,3 +284,27 @@ def test_the_redrive_handler_reads_its_environment(stack: Stack, monkeypatch: py
 
 def redrive_settings_env(stack: Stack) -> dict[str, str]:
     return redrive_env(SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL=stack.urls["exhausted"])
+
+
+def _emf(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_redrive_and_enrichment_write_emf_metrics(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    redriver = Redriver(redrive_settings(stack), clients=stack.clients(), clock=stack.clock)
+    redriver(event_of("destination-sns-retries-exhausted.json"))
+    redriver(event_of("destination-eventbridge-handled-error.json"))
+    Enricher(enrichment_settings(stack), clients=stack.clients(), clock=stack.clock)(
+        load("pipe-batch-mixed.json")
+    )
+    lines = _emf(capsys.readouterr().out)
+    found = {
+        (m["Name"], line.get("via") or line.get("outcome"), line[m["Name"]][0])
+        for line in lines
+        for m in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    }
+    assert ("Redriven", "schedule", 1.0) in found
+    assert ("SelfHealingExhausted", "non-retryable", 1.0) in found
+    assert ("FailureRecords", None, 10.0) in found
+    assert ("InvalidFailureRecord", None, 5.0) in found
+    assert all(line["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ServerlessRetry" for line in lines)
