@@ -8,13 +8,12 @@ original body and attributes go back as a new message, exactly as the producer s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from serverless_retry.delivery import api_attributes
-from serverless_retry.envelope import ENVELOPE_KEY
+from serverless_retry.terminal import read_terminal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -38,44 +37,22 @@ class ExhaustedMessage:
 
 
 def decode(message: MessageTypeDef) -> ExhaustedMessage:
-    """Decode a final envelope, or a verbatim body carrying a compact ``serverless_retry`` attribute;
-    anything else is shown as outcome ``unknown`` with its body untouched."""
-    raw_body = message.get("Body", "")
-    attrs: dict[str, Any] = dict(message.get("MessageAttributes", {}))
-    meta: dict[str, Any] = {}
-    body, attributes = raw_body, attrs
-    try:
-        data = json.loads(raw_body)
-    except ValueError:
-        data = None
-    if (
-        isinstance(data, dict)
-        and isinstance(data.get(ENVELOPE_KEY), dict)
-        and isinstance(data.get("body"), str)
-    ):
-        meta = data[ENVELOPE_KEY]
-        body = data["body"]
-        carried = data.get("attributes")
-        attributes = carried if isinstance(carried, dict) else {}
-    elif ENVELOPE_KEY in attrs:
-        try:
-            compact = json.loads(str(attrs[ENVELOPE_KEY].get("StringValue", "")))
-        except ValueError:
-            compact = {}
-        meta = compact if isinstance(compact, dict) else {}
-        attributes = {k: v for k, v in attrs.items() if k != ENVELOPE_KEY}
-    final_error: dict[str, Any] = meta["final_error"] if isinstance(meta.get("final_error"), dict) else {}
+    """One received message, in whichever form it was written (terminal.read_terminal): a message
+    carrying no outcome shows as ``unknown`` with its body untouched."""
+    view = read_terminal(
+        message.get("Body", ""), message.get("MessageAttributes"), message_id=message.get("MessageId", "")
+    )
     return ExhaustedMessage(
         message_id=message.get("MessageId", ""),
         receipt_handle=message.get("ReceiptHandle", ""),
-        outcome=str(meta.get("outcome", "unknown")),
-        reason=str(meta.get("reason", "")),
-        envelope_id=str(meta.get("id", message.get("MessageId", ""))),
-        attempt=int(meta["attempt"]) if isinstance(meta.get("attempt"), int) else 0,
-        error_type=str(meta.get("error_type") or final_error.get("type", "")),
-        first_failed_at=str(meta.get("first_failed_at", "")),
-        body=body,
-        attributes=attributes,
+        outcome=view.outcome,
+        reason=view.reason,
+        envelope_id=view.id,
+        attempt=view.attempt,
+        error_type=view.error_type,
+        first_failed_at=view.first_failed_at,
+        body=view.body,
+        attributes=dict(view.attributes),
     )
 
 
