@@ -13,6 +13,7 @@ import boto3
 from botocore.config import Config
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
@@ -37,22 +38,30 @@ class AwsClients:
         *,
         sqs_factory: Callable[[], SQSClient] | None = None,
         scheduler_factory: Callable[[], EventBridgeSchedulerClient] | None = None,
+        dynamodb_factory: Callable[[], DynamoDBClient] | None = None,
         config: Config | None = None,
     ) -> None:
         self._config = config or BOTO_CONFIG
         self._sqs_factory = sqs_factory or self._default("sqs")
         self._scheduler_factory = scheduler_factory or self._default("scheduler")
+        self._dynamodb_factory = dynamodb_factory or self._default("dynamodb")
         self._sqs: SQSClient | None = None
         self._scheduler: EventBridgeSchedulerClient | None = None
+        self._dynamodb: DynamoDBClient | None = None
 
     @classmethod
     def of(
-        cls, *, sqs: SQSClient | None = None, scheduler: EventBridgeSchedulerClient | None = None
+        cls,
+        *,
+        sqs: SQSClient | None = None,
+        scheduler: EventBridgeSchedulerClient | None = None,
+        dynamodb: DynamoDBClient | None = None,
     ) -> AwsClients:
         """Clients already built (e.g. inside a moto ``mock_aws`` context or with a Stubber)."""
         return cls(
             sqs_factory=(lambda: sqs) if sqs is not None else None,
             scheduler_factory=(lambda: scheduler) if scheduler is not None else None,
+            dynamodb_factory=(lambda: dynamodb) if dynamodb is not None else None,
         )
 
     def _default(self, service: str) -> Callable[[], Any]:
@@ -69,3 +78,9 @@ class AwsClients:
         if self._scheduler is None:
             self._scheduler = self._scheduler_factory()
         return self._scheduler
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        if self._dynamodb is None:
+            self._dynamodb = self._dynamodb_factory()
+        return self._dynamodb

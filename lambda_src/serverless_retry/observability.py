@@ -46,6 +46,10 @@ class BatchCounts:
     invalid_envelope: int = 0
     delivery_failed: int = 0  # records returned to the queue because a send/schedule failed
     retry_scheduled: Counter[str] = field(default_factory=Counter)  # by transport
+    duplicates: int = 0  # copies of an attempt another copy had claimed: their chain ended
+    redelayed: int = 0  # copies that arrived before they were due and waited again (a hop)
+    scheduler_fallback: int = 0  # retries the Scheduler refused that went as SQS delay hops instead
+    refused: int = 0  # records from a queue other than the configured one, handed back unprocessed
 
 
 class _Shape:
@@ -111,6 +115,10 @@ class ConsumerMetrics:
             ("NonRetryable", counts.non_retryable),
             ("InvalidEnvelope", counts.invalid_envelope),
             ("DeliveryFailed", counts.delivery_failed),
+            ("DuplicateDropped", counts.duplicates),
+            ("Redelayed", counts.redelayed),
+            ("SchedulerFallback", counts.scheduler_fallback),
+            ("WrongSource", counts.refused),
         ):
             if value:
                 names += (name,)
