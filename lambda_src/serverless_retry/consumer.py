@@ -125,6 +125,7 @@ class _Plan:
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # exhausted-queue key → outcome
     labels: dict[str, str] = field(default_factory=dict)  # key → what its call does, for the metrics
     failed: set[str] = field(default_factory=set)  # records the queue must redeliver
+    claimed: dict[str, tuple[str, int]] = field(default_factory=dict)  # key → (retry id, attempt)
 
 
 class _InProgressElsewhere(Exception):
@@ -338,6 +339,13 @@ class RetryingConsumer:
                     )
                 else:
                     receive_count = _receive_count(record) if in_place else 1
+                    if (
+                        self.claims is not None
+                        and not in_place
+                        and _receive_count(record) > 1
+                        and not self._take(plan, counts, message_id, message_id, 1)
+                    ):
+                        continue  # a redelivery whose handling already finished
                     message = first_delivery(message_id, body, record, source, receive_count)
             except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
                 self.logger.exception(
@@ -365,9 +373,17 @@ class RetryingConsumer:
                                 source=source,
                                 receive_count=facts.receive_count if in_place else 1,
                             )
-                        step = self._plan_failure(plan, record, facts, incoming, error)
-                        if isinstance(step, InPlace):
-                            resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
+                        if (
+                            self.claims is None
+                            or in_place
+                            or message_id in plan.claimed
+                            or self._take(
+                                plan, counts, message_id, incoming.context.id, incoming.context.attempt
+                            )
+                        ):
+                            step = self._plan_failure(plan, record, facts, incoming, error)
+                            if isinstance(step, InPlace):
+                                resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
                 except Exception:
                     self.logger.exception("could not plan the retry", extra={"message_id": message_id})
                     plan.failed.add(message_id)
@@ -377,7 +393,20 @@ class RetryingConsumer:
                 processed += 1
         counts.processed = processed
         self._deliver(plan, counts)
+        if plan.claimed:
+            self._finish_claims(plan)
         return BatchResult(_in_record_order(records, plan.failed), counts)
+
+    def _finish_claims(self, plan: _Plan) -> None:
+        """Mark done the claims of records whose next step happened (or that succeeded)."""
+        assert self.claims is not None
+        done = [(rid, attempt, key) for key, (rid, attempt) in plan.claimed.items() if key not in plan.failed]
+        if not done:
+            return
+        try:
+            self.claims.finish(done, now=self.clock.now())
+        except Exception:  # a redelivery then runs once more; its duplicate copy is ended by the claim
+            self.logger.exception("could not mark claims done", extra={"claims": len(done)})
 
     # -- before processing --------------------------------------------------------------------------------
     def _refuse(self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any]) -> None:
@@ -455,23 +484,32 @@ class RetryingConsumer:
             return False
         if self.claims is None or self._in_place:
             return True
+        return self._take(plan, counts, message_id, context.id, context.attempt)
+
+    def _take(self, plan: _Plan, counts: BatchCounts, message_id: str, retry_id: str, attempt: int) -> bool:
+        """Claim (retry id, attempt) for this record's SQS message: True to go on with it."""
+        assert self.claims is not None
+        log = {"message_id": message_id, "retry_id": retry_id, "attempt": attempt}
         try:
-            result = self.claims.claim(context.id, context.attempt, message_id, now=self.clock.now())
+            result = self.claims.claim(retry_id, attempt, message_id, now=self.clock.now())
         except Exception:
-            self.logger.exception(
-                "could not claim the attempt; the record goes back to the queue",
-                extra={"message_id": message_id, "retry_id": context.id, "attempt": context.attempt},
-            )
+            self.logger.exception("could not claim the attempt; the record goes back to the queue", extra=log)
             plan.failed.add(message_id)
             return False
-        if result == "duplicate":
-            counts.duplicates += 1
+        if result == "owned":
+            plan.claimed[message_id] = (retry_id, attempt)
+            return True
+        counts.duplicates += 1
+        if result == "done":
+            self.logger.info(
+                "redelivered record already handled (its next step exists); acknowledged", extra=log
+            )
+        else:
             self.logger.warning(
                 "duplicate copy: another copy of this attempt was claimed first; its chain ends here",
-                extra={"message_id": message_id, "retry_id": context.id, "attempt": context.attempt},
+                extra=log,
             )
-            return False
-        return True
+        return False
 
     # -- planning -----------------------------------------------------------------------------------------
     def _plan_failure(
