@@ -33,17 +33,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from botocore.exceptions import ClientError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["CLAIM_PREFIX", "ClaimResult", "ClaimStore", "DynamoDBClaims", "claim_key"]
+__all__ = ["CLAIM_PREFIX", "Claim", "ClaimResult", "ClaimStore", "DynamoDBClaims", "claim_key"]
 
 CLAIM_PREFIX = "serverless-retry-claim#"
 ClaimResult = Literal["owned", "done", "duplicate"]
+
+
+class Claim(NamedTuple):
+    result: ClaimResult
+    # In place (the message itself is the chain, every receive an attempt): the attempt this message
+    # last went final at, when that final copy may or may not have been sent (the answer was lost).
+    # The redelivery repeats that attempt, so it decides as before instead of trying a new attempt.
+    final_attempt: int | None = None
+
+
 # A claim must outlive every copy of its attempt: copies live at most the retention, plus a day.
 _EXTRA_TTL_SECONDS = 86_400
 # The conditional write is idempotent, so a failed call is simply made again (within the invocation).
@@ -56,8 +66,14 @@ def claim_key(retry_id: str, attempt: int) -> str:
 
 
 class ClaimStore(Protocol):
-    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> ClaimResult:
+    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
         """Raises when the store cannot answer (the record then goes back to the queue)."""
+        ...
+
+    def mark_final(
+        self, retry_id: str, attempt: int, owner: str, *, final_attempt: int, now: datetime
+    ) -> None:
+        """Before an in-place record's final copy is sent: remember the attempt it went final at."""
         ...
 
     def finish(self, claims: Sequence[tuple[str, int, str]], *, now: datetime) -> None:
@@ -82,7 +98,7 @@ class DynamoDBClaims:
             "expiration": {"N": str(int(now.timestamp()) + self.ttl_seconds)},
         }
 
-    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> ClaimResult:
+    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
         item = self._item(retry_id, attempt, owner, "taken", now)
         error: Exception | None = None
         for _ in range(CLAIM_TRIES):
@@ -96,14 +112,43 @@ class DynamoDBClaims:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                    held: Any = exc.response.get("Item") or {}
-                    return "done" if held.get("owner", {}).get("S") == owner else "duplicate"
-                error = exc
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    error = exc
+                    continue
+                held: Any = exc.response.get("Item") or {}
+                if held.get("owner", {}).get("S") != owner:
+                    return Claim("duplicate")
+                if held.get("state", {}).get("S") == "final":  # left as it is: a lost answer reads it again
+                    return Claim("owned", int(held["final_attempt"]["N"]))
+                return Claim("done")
             except Exception as exc:  # timeouts, connection errors: the same write again is safe
                 error = exc
             else:
-                return "owned"
+                return Claim("owned")
+        assert error is not None
+        raise error
+
+    def mark_final(
+        self, retry_id: str, attempt: int, owner: str, *, final_attempt: int, now: datetime
+    ) -> None:
+        item = {
+            **self._item(retry_id, attempt, owner, "final", now),
+            "final_attempt": {"N": str(final_attempt)},
+        }
+        error: Exception | None = None
+        for _ in range(CLAIM_TRIES):
+            try:
+                self._client().put_item(
+                    TableName=self.table,
+                    Item=item,
+                    ConditionExpression="#owner = :owner",
+                    ExpressionAttributeNames={"#owner": "owner"},
+                    ExpressionAttributeValues={":owner": {"S": owner}},
+                )
+            except Exception as exc:  # writing the same item again is harmless
+                error = exc
+            else:
+                return
         assert error is not None
         raise error
 
@@ -114,12 +159,15 @@ class DynamoDBClaims:
                 {"PutRequest": {"Item": self._item(retry_id, attempt, owner, "done", now)}}
                 for retry_id, attempt, owner in claims[start : start + _BATCH_WRITE_MAX]
             ]
+            error: Exception | None = None
             for _ in range(CLAIM_TRIES):
-                response = self._client().batch_write_item(RequestItems={self.table: requests})
+                try:
+                    response = self._client().batch_write_item(RequestItems={self.table: requests})
+                except Exception as exc:  # writing "done" again is harmless: try again
+                    error = exc
+                    continue
                 requests = list(response.get("UnprocessedItems", {}).get(self.table, []))
                 if not requests:
                     break
             else:
-                raise RuntimeError(
-                    f"{len(requests)} claims were not marked done (DynamoDB left them unprocessed)"
-                )
+                raise error or RuntimeError(f"{len(requests)} claims were not marked done (unprocessed)")

@@ -126,6 +126,7 @@ class _Plan:
     labels: dict[str, str] = field(default_factory=dict)  # key → what its call does, for the metrics
     failed: set[str] = field(default_factory=set)  # records the queue must redeliver
     claimed: dict[str, tuple[str, int]] = field(default_factory=dict)  # key → (retry id, attempt)
+    repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
 
 
 class _InProgressElsewhere(Exception):
@@ -221,6 +222,7 @@ class RetryingConsumer:
         self.metrics = metrics or ConsumerMetrics()
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
         self.claims = claims
+        self.delivery.resend_after_timeout = claims is not None
         self._in_place = targets.in_place or policy.transport == "visibility"
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
         self._fifo = targets.source_is_fifo
@@ -334,6 +336,9 @@ class RetryingConsumer:
                         if group is not None:
                             blocked[group] = None
                         continue
+                    if message_id in plan.repeat:
+                        repeat = plan.repeat[message_id]
+                        incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
                     message = Message(
                         message_id, incoming.body, incoming.attributes, incoming.context, record
                     )
@@ -341,11 +346,12 @@ class RetryingConsumer:
                     receive_count = _receive_count(record) if in_place else 1
                     if (
                         self.claims is not None
-                        and not in_place
                         and _receive_count(record) > 1
-                        and not self._take(plan, counts, message_id, message_id, 1)
+                        and not self._take(plan, counts, message_id, message_id, 0 if in_place else 1)
                     ):
                         continue  # a redelivery whose handling already finished
+                    if plan.repeat:
+                        receive_count = plan.repeat.get(message_id, receive_count)
                     message = first_delivery(message_id, body, record, source, receive_count)
             except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
                 self.logger.exception(
@@ -371,15 +377,13 @@ class RetryingConsumer:
                                 message.attributes,
                                 message_id=message_id,
                                 source=source,
-                                receive_count=facts.receive_count if in_place else 1,
+                                receive_count=message.retry.attempt,
                             )
+                        # With claims, nothing is sent for a record before it holds its claim.
                         if (
                             self.claims is None
-                            or in_place
                             or message_id in plan.claimed
-                            or self._take(
-                                plan, counts, message_id, incoming.context.id, incoming.context.attempt
-                            )
+                            or self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
                         ):
                             step = self._plan_failure(plan, record, facts, incoming, error)
                             if isinstance(step, InPlace):
@@ -456,8 +460,7 @@ class RetryingConsumer:
         incoming: Incoming,
     ) -> bool:
         """Whether an envelope copy is to be processed now: due, and (with claims) not a duplicate."""
-        now = decision_time(facts, self.clock.now(), in_place=self._in_place)
-        wait = copy_arrival(incoming, facts, self.queue, now=now)
+        wait = copy_arrival(incoming, facts, self.queue, now=self.clock.now())
         message_id: str = record["messageId"]
         context = incoming.context
         if wait is not None:
@@ -482,22 +485,31 @@ class RetryingConsumer:
                 },
             )
             return False
-        if self.claims is None or self._in_place:
+        if self.claims is None or (self._in_place and facts.receive_count == 1):
             return True
-        return self._take(plan, counts, message_id, context.id, context.attempt)
+        return self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
+
+    def _claim_key(self, message_id: str, incoming: Incoming) -> tuple[str, int]:
+        """A copy claims (id, attempt); in place, where the message itself is the chain and every
+        receive an attempt, the message claims (its SQS message id, 0)."""
+        if self._in_place:
+            return message_id, 0
+        return incoming.context.id, incoming.context.attempt
 
     def _take(self, plan: _Plan, counts: BatchCounts, message_id: str, retry_id: str, attempt: int) -> bool:
         """Claim (retry id, attempt) for this record's SQS message: True to go on with it."""
         assert self.claims is not None
         log = {"message_id": message_id, "retry_id": retry_id, "attempt": attempt}
         try:
-            result = self.claims.claim(retry_id, attempt, message_id, now=self.clock.now())
+            result, final_attempt = self.claims.claim(retry_id, attempt, message_id, now=self.clock.now())
         except Exception:
             self.logger.exception("could not claim the attempt; the record goes back to the queue", extra=log)
             plan.failed.add(message_id)
             return False
         if result == "owned":
             plan.claimed[message_id] = (retry_id, attempt)
+            if final_attempt is not None:
+                plan.repeat[message_id] = final_attempt
             return True
         counts.duplicates += 1
         if result == "done":
@@ -520,11 +532,22 @@ class RetryingConsumer:
         incoming: Incoming,
         error: BaseException,
     ) -> Step:
-        now = decision_time(facts, self.clock.now(), in_place=self._in_place)
+        now = decision_time(facts, self.clock.now(), in_place=self._in_place, incoming=incoming)
         step = plan_failure(self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed)
         message_id: str = record["messageId"]
         context = incoming.context
         if isinstance(step, Final):
+            if self._in_place and self.claims is not None:
+                # In place a redelivery is a new attempt: if this final copy's answer gets lost, the
+                # redelivery must repeat this attempt (and decide alike), not try a new one.
+                try:
+                    self.claims.mark_final(
+                        message_id, 0, message_id, final_attempt=context.attempt, now=self.clock.now()
+                    )
+                except Exception:
+                    self.logger.exception("could not record the final decision; the record goes back")
+                    plan.failed.add(message_id)
+                    return step
             self._plan_final(plan, record, incoming, step.outcome, error=error, reason=step.reason, now=now)
             return step
         decision = step.decision

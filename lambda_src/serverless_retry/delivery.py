@@ -66,6 +66,10 @@ SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttemp
 # queue sends even a 0-second retry through the Scheduler), so it is fixed when CreateSchedule is
 # called, never earlier: a slow batch cannot hand the Scheduler a time already past.
 SCHEDULE_MIN_LEAD_SECONDS = 5
+# SendMessageBatch / ChangeMessageVisibilityBatch: entries the service failed (SenderFault false) and
+# throttled or failing calls are tried again within the invocation, up to this many tries in all,
+# before their records go back to the queue (where each return spends a receive of maxReceiveCount).
+SEND_TRIES = 3
 # CreateSchedule errors that say "not now" (throttling, quota, the service failing or not answering):
 # the retry then waits in SQS delay hops instead. Anything else (access denied, a validation error)
 # is a configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
@@ -170,6 +174,10 @@ class Delivery:
         self._logger = logger
         self._clock: Clock = clock or SystemClock()
         self._batch_bytes = max(_LEGACY_BATCH_BYTES, targets.max_message_bytes)
+        # With idempotency claims a send whose answer was lost (a timeout) is made again at once: a
+        # duplicate copy it may create is ended by its claim. Without them it is not: a second copy
+        # would start a second chain, so its record goes back to the queue instead.
+        self.resend_after_timeout = False
 
     # -- SQS ----------------------------------------------------------------------------------------
     def send_delayed(self, messages: Sequence[Outgoing]) -> set[str]:
@@ -183,7 +191,13 @@ class Delivery:
     def _send_batches(self, queue_url: str, messages: Sequence[Outgoing]) -> set[str]:
         failed: set[str] = set()
         for chunk in self._chunks(messages):
-            failed |= self._send_batch(queue_url, chunk)
+            pending = chunk
+            for _ in range(SEND_TRIES):
+                lost, pending = self._send_batch(queue_url, pending)
+                failed |= lost
+                if not pending:
+                    break
+            failed.update(m.key for m in pending)
         return failed
 
     def _chunks(self, messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
@@ -199,7 +213,8 @@ class Delivery:
         if chunk:
             yield chunk
 
-    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> set[str]:
+    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> tuple[set[str], list[Outgoing]]:
+        """One SendMessageBatch: (keys that failed for good, messages worth sending again now)."""
         # Entry Ids are positions: record ids may repeat within a batch and need not match [\w-]{1,80}.
         entries: list[SendMessageBatchRequestEntryTypeDef] = []
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
@@ -221,19 +236,23 @@ class Delivery:
         try:
             response = self._clients.sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except Exception as exc:
+            again = _is_transient(exc) or (self.resend_after_timeout and _is_timeout(exc))
             self._logger.error(
-                "SendMessageBatch failed; its records go back to the queue",
+                "SendMessageBatch failed; sending again" if again else "SendMessageBatch failed",
                 extra={
                     "queue_url": queue_url,
                     "error": _describe(exc),
                     "message_ids": [m.key for m in chunk],
                 },
             )
-            return {m.key for m in chunk}
-        failed = {chunk[int(f["Id"])].key for f in response.get("Failed", [])}
-        if failed:
+            return (set(), chunk) if again else ({m.key for m in chunk}, [])
+        failures = response.get("Failed", [])
+        # Entries that failed on the service's side (not the sender's) took no effect: send them again.
+        retry = [chunk[int(f["Id"])] for f in failures if not f.get("SenderFault")]
+        failed = {chunk[int(f["Id"])].key for f in failures if f.get("SenderFault")}
+        if failures:
             self._logger.error(
-                "SendMessageBatch entries failed; their records go back to the queue",
+                "SendMessageBatch entries failed",
                 extra={
                     "queue_url": queue_url,
                     "failures": [
@@ -242,41 +261,55 @@ class Delivery:
                             "code": f.get("Code"),
                             "error": f.get("Message"),
                         }
-                        for f in response.get("Failed", [])
+                        for f in failures
                     ],
                 },
             )
-        return failed
+        return failed, retry
 
     def change_visibility(self, changes: Sequence[VisibilityChange]) -> set[str]:
         """Hide messages until their next attempt. Returns the keys whose change failed (they come back
         after the queue's own visibility timeout instead)."""
         failed: set[str] = set()
         for start in range(0, len(changes), SQS_BATCH_MAX_ENTRIES):
-            chunk = changes[start : start + SQS_BATCH_MAX_ENTRIES]
-            entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
-                {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": c.timeout_seconds}
-                for i, c in enumerate(chunk)
-            ]
-            try:
-                response = self._clients.sqs.change_message_visibility_batch(
-                    QueueUrl=self._targets.queue_url, Entries=entries
-                )
-            except Exception as exc:
-                self._logger.error("ChangeMessageVisibilityBatch failed", extra={"error": _describe(exc)})
-                failed.update(c.key for c in chunk)
-                continue
-            for f in response.get("Failed", []):
-                failed.add(chunk[int(f["Id"])].key)
-                self._logger.error(
-                    "ChangeMessageVisibility entry failed",
-                    extra={
-                        "message_id": chunk[int(f["Id"])].key,
-                        "code": f.get("Code"),
-                        "error": f.get("Message"),
-                    },
-                )
+            pending = list(changes[start : start + SQS_BATCH_MAX_ENTRIES])
+            for _ in range(SEND_TRIES):
+                lost, pending = self._change_batch(pending)
+                failed |= lost
+                if not pending:
+                    break
+            failed.update(c.key for c in pending)
         return failed
+
+    def _change_batch(self, chunk: list[VisibilityChange]) -> tuple[set[str], list[VisibilityChange]]:
+        entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
+            {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": c.timeout_seconds}
+            for i, c in enumerate(chunk)
+        ]
+        try:
+            response = self._clients.sqs.change_message_visibility_batch(
+                QueueUrl=self._targets.queue_url, Entries=entries
+            )
+        except Exception as exc:
+            self._logger.error("ChangeMessageVisibilityBatch failed", extra={"error": _describe(exc)})
+            # Setting a visibility timeout again is harmless, whatever the first call did.
+            return (set(), chunk) if _is_transient(exc) else ({c.key for c in chunk}, [])
+        failed: set[str] = set()
+        retry: list[VisibilityChange] = []
+        for f in response.get("Failed", []):
+            if f.get("SenderFault"):
+                failed.add(chunk[int(f["Id"])].key)
+            else:
+                retry.append(chunk[int(f["Id"])])
+            self._logger.error(
+                "ChangeMessageVisibility entry failed",
+                extra={
+                    "message_id": chunk[int(f["Id"])].key,
+                    "code": f.get("Code"),
+                    "error": f.get("Message"),
+                },
+            )
+        return failed, retry
 
     # -- EventBridge Scheduler ----------------------------------------------------------------------
     def schedule_all(self, retries: Sequence[ScheduledRetry]) -> tuple[set[str], list[ScheduledRetry]]:
@@ -356,6 +389,21 @@ def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, Mess
     return out
 
 
+def _is_transient(exc: Exception) -> bool:
+    """A call refused for now (throttling, the service failing): the same call again may work.
+    (A timeout is not retried here: the call may have worked, and a second send would duplicate.)"""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        code = str(error.get("Code", ""))
+        return "Throttl" in code or code in _REFUSALS or (isinstance(status, int) and status >= 500)
+    return False
+
+
+def _is_timeout(exc: Exception) -> bool:
+    return isinstance(exc, HTTPClientError | BotocoreConnectionError)
+
+
 def _is_refusal(exc: Exception) -> bool:
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
@@ -363,7 +411,7 @@ def _is_refusal(exc: Exception) -> bool:
         return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
     # A timeout or a dropped connection: the call may have worked; a redelivered record would find the
     # schedule (ConflictException), a hop copy may duplicate it, which the idempotency claim ends.
-    return isinstance(exc, HTTPClientError | BotocoreConnectionError)
+    return _is_timeout(exc)
 
 
 def _describe(exc: BaseException) -> str:

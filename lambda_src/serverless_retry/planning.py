@@ -112,11 +112,16 @@ class RecordFacts:
         return None if self.sent_at is None else self.sent_at + timedelta(seconds=retention_seconds)
 
 
-def decision_time(record: RecordFacts, clock_now: datetime, *, in_place: bool) -> datetime:
-    """The "now" of every decision about this record (see the module docstring)."""
+def decision_time(
+    record: RecordFacts, clock_now: datetime, *, in_place: bool, incoming: Incoming | None = None
+) -> datetime:
+    """The "now" of every decision about this record (see the module docstring). A copy is never
+    decided before it was due: one that waited hidden in the queue was first received early."""
     if in_place:
         return clock_now
-    return record.first_received_at or record.sent_at or clock_now
+    now = record.first_received_at or record.sent_at or clock_now
+    due_text = incoming.meta.get("due_at") if incoming is not None and incoming.meta is not None else None
+    return max(now, parse_time(due_text)) if due_text else now
 
 
 def hop_limit(retention_seconds: int) -> int:
@@ -257,7 +262,8 @@ def plan_failure(
 
 
 def arrival(incoming: Incoming, record: RecordFacts, queue: QueueFacts, *, now: datetime) -> Wait | None:
-    """None when the record is due (process it); a Wait when it is a copy that arrived early."""
+    """None when the record is due (process it); a Wait when it is a copy that arrived early. ``now``
+    is the invocation's time: whether a copy is due is a question about the present."""
     meta = incoming.meta
     if meta is None or "due_at" not in meta:
         return None
