@@ -174,15 +174,19 @@ def sqs_records(event: object) -> Sequence[Mapping[str, Any]]:
     """The records of an SQS event; ``EventShapeError`` for anything else, so an SNS notification, an
     API Gateway request or an EventBridge event routed here fails loudly instead of being dropped.
     (Every record of one event comes from one event source: the first tells.)"""
-    if not isinstance(event, Mapping):
+    if type(event) is not dict and not isinstance(event, Mapping):  # (type() first: ABC checks are slow)
         raise EventShapeError(
             f"the consumer takes an SQS event (an object with Records), got {json_kind(event)}"
         )
     records = event.get("Records")
-    if not isinstance(records, list):
+    if type(records) is not list:
         raise EventShapeError(f"not an SQS event: {_describe_event(event)}")
-    if records and (not isinstance(records[0], Mapping) or records[0].get("eventSource") != "aws:sqs"):
-        raise EventShapeError(f"not an SQS event: {_describe_event(event)}")
+    if records:
+        first = records[0]
+        if (type(first) is not dict and not isinstance(first, Mapping)) or first.get(
+            "eventSource"
+        ) != "aws:sqs":
+            raise EventShapeError(f"not an SQS event: {_describe_event(event)}")
     return records
 
 
@@ -279,127 +283,180 @@ class RetryingConsumer:
 
     # -- the batch --------------------------------------------------------------------------------------
     def process_batch(self, records: Iterable[Mapping[str, Any]]) -> BatchResult:
-        records = records if isinstance(records, Sequence) else list(records)
-        plan = _Plan()
+        if type(records) is not list and not isinstance(records, Sequence):
+            records = list(records)
+        plan: _Plan | None = None  # made on the first record that needs a call: most batches need none
         counts = BatchCounts()
         processed = 0
         processor = self.processor
         in_place = self._in_place
         ordered = self._ordered
         source = self._source
+        plain = not ordered and self.claims is None  # then only the source and the body decide
         blocked: dict[str, datetime | None] = {}  # FIFO ordered: group → when its failed record returns
         # The hot path (an original message from our queue that succeeds) builds the Message directly
         # and never parses the body: only a body that could spell the envelope key, literally or via a
-        # \u escape, can be an envelope, so only those go through unwrap().
+        # \u escape, can be an envelope. Everything else takes the full path, _record().
         for record in records:
-            group: str | None = None
-            facts: RecordFacts | None = None
-            incoming: Incoming | None = None
             try:
                 message_id: str = record["messageId"]
                 body: str = record["body"]
-                if record.get("eventSourceARN") != source:
-                    self._refuse(plan, counts, record)
-                    continue
-                if ordered:
-                    group = _group_of(record)
-                    if group in blocked:
-                        self._hold_back(plan, record, blocked[group])
-                        continue
-                if ENVELOPE_KEY in body or "\\u" in body:
-                    facts = RecordFacts.of(record)
-                    incoming = unwrap(
-                        body,
-                        attributes_from_record(record.get("messageAttributes") or {}),
-                        message_id=message_id,
-                        source=source,
-                        receive_count=facts.receive_count if in_place else 1,
-                    )
-                    if incoming.kind == "invalid":
-                        self._plan_final(
-                            plan,
-                            record,
-                            incoming,
-                            "invalid-envelope",
-                            error=None,
-                            reason=incoming.problem or "invalid",
-                            now=decision_time(facts, self.clock.now(), in_place=in_place),
-                        )
-                        if group is not None:
-                            blocked[group] = None
-                        continue
-                    if incoming.kind == "envelope" and in_place and facts.receive_count > 1:
-                        # In place, every receive is an attempt: a copy's attempt counts on from its own.
-                        attempt = min(MAX_ATTEMPT, incoming.context.attempt + facts.receive_count - 1)
-                        incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
-                    if incoming.kind == "envelope" and not self._due(plan, counts, record, facts, incoming):
-                        if group is not None:
-                            blocked[group] = None
-                        continue
-                    if message_id in plan.repeat:
-                        repeat = plan.repeat[message_id]
-                        incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
-                    message = Message(
-                        message_id, incoming.body, incoming.attributes, incoming.context, record
-                    )
-                else:
-                    receive_count = _receive_count(record) if in_place else 1
-                    if (
-                        self.claims is not None
-                        and _receive_count(record) > 1
-                        and not self._take(plan, counts, message_id, message_id, 0 if in_place else 1)
-                    ):
-                        continue  # a redelivery whose handling already finished
-                    if plan.repeat:
-                        receive_count = plan.repeat.get(message_id, receive_count)
-                    message = first_delivery(message_id, body, record, source, receive_count)
-            except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
-                self.logger.exception(
-                    "could not prepare record", extra={"message_id": record.get("messageId")}
+                fast = (
+                    record.get("eventSourceARN") == source
+                    and ENVELOPE_KEY not in body
+                    and "\\u" not in body
+                    and (plain or (not ordered and _receive_count(record) == 1))
                 )
-                plan.failed.add(str(record.get("messageId", "")))
-                if ordered:
-                    blocked[group or _group_of(record)] = None
+            except Exception:
+                fast = False
+            if not fast:
+                plan = plan or _Plan()
+                processed += self._record(plan, counts, record, blocked)
                 continue
+            message = first_delivery(
+                message_id, body, record, source, _receive_count(record) if in_place else 1
+            )
             try:
                 processor(message)
             except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
-                resumes: datetime | None = None
-                try:
-                    if isinstance(error, _InProgressElsewhere):
-                        plan.failed.add(message_id)
-                    else:
-                        if facts is None:
-                            facts = RecordFacts.of(record)
-                        if incoming is None:
-                            incoming = unwrap(
-                                body,
-                                message.attributes,
-                                message_id=message_id,
-                                source=source,
-                                receive_count=message.retry.attempt,
-                            )
-                        # With claims, nothing is sent for a record before it holds its claim.
-                        if (
-                            self.claims is None
-                            or message_id in plan.claimed
-                            or self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
-                        ):
-                            step = self._plan_failure(plan, record, facts, incoming, error)
-                            if isinstance(step, InPlace):
-                                resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
-                except Exception:
-                    self.logger.exception("could not plan the retry", extra={"message_id": message_id})
-                    plan.failed.add(message_id)
-                if ordered:
-                    blocked[group or _group_of(record)] = resumes
+                plan = plan or _Plan()
+                self._failed(
+                    plan, counts, record, message, facts=None, incoming=None, error=error, blocked=blocked
+                )
             else:
                 processed += 1
         counts.processed = processed
+        if plan is None:
+            return BatchResult([], counts)
         self._deliver(plan, counts)
         if plan.claimed:
             self._finish_claims(plan)
         return BatchResult(_in_record_order(records, plan.failed), counts)
+
+    def _record(
+        self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any], blocked: dict[str, datetime | None]
+    ) -> bool:
+        """One record the whole way: refusal, FIFO hold-back, envelopes, early copies, claims, the
+        processor, and the plan of its failure. True when the processor succeeded."""
+        in_place = self._in_place
+        ordered = self._ordered
+        source = self._source
+        group: str | None = None
+        facts: RecordFacts | None = None
+        incoming: Incoming | None = None
+        try:
+            message_id: str = record["messageId"]
+            body: str = record["body"]
+            if record.get("eventSourceARN") != source:
+                self._refuse(plan, counts, record)
+                return False
+            if ordered:
+                group = _group_of(record)
+                if group in blocked:
+                    self._hold_back(plan, record, blocked[group])
+                    return False
+            if ENVELOPE_KEY in body or "\\u" in body:
+                facts = RecordFacts.of(record)
+                incoming = unwrap(
+                    body,
+                    attributes_from_record(record.get("messageAttributes") or {}),
+                    message_id=message_id,
+                    source=source,
+                    receive_count=facts.receive_count if in_place else 1,
+                )
+                if incoming.kind == "invalid":
+                    self._plan_final(
+                        plan,
+                        record,
+                        incoming,
+                        "invalid-envelope",
+                        error=None,
+                        reason=incoming.problem or "invalid",
+                        now=decision_time(facts, self.clock.now(), in_place=in_place),
+                    )
+                    if group is not None:
+                        blocked[group] = None
+                    return False
+                if incoming.kind == "envelope" and in_place and facts.receive_count > 1:
+                    # In place, every receive is an attempt: a copy's attempt counts on from its own.
+                    attempt = min(MAX_ATTEMPT, incoming.context.attempt + facts.receive_count - 1)
+                    incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
+                if incoming.kind == "envelope" and not self._due(plan, counts, record, facts, incoming):
+                    if group is not None:
+                        blocked[group] = None
+                    return False
+                if message_id in plan.repeat:
+                    repeat = plan.repeat[message_id]
+                    incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
+                message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
+            else:
+                receive_count = _receive_count(record)
+                if (
+                    self.claims is not None
+                    and receive_count > 1
+                    and not self._take(plan, counts, message_id, message_id, 0 if in_place else 1)
+                ):
+                    return False  # a redelivery whose handling already finished
+                attempt = plan.repeat.get(message_id, receive_count) if in_place else 1
+                message = first_delivery(message_id, body, record, source, attempt)
+        except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
+            self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
+            plan.failed.add(str(record.get("messageId", "")))
+            if ordered:
+                blocked[group or _group_of(record)] = None
+            return False
+        try:
+            self.processor(message)
+        except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
+            self._failed(
+                plan, counts, record, message, facts=facts, incoming=incoming, error=error, blocked=blocked
+            )
+            return False
+        return True
+
+    def _failed(
+        self,
+        plan: _Plan,
+        counts: BatchCounts,
+        record: Mapping[str, Any],
+        message: Message,
+        *,
+        facts: RecordFacts | None,
+        incoming: Incoming | None,
+        error: BaseException,
+        blocked: dict[str, datetime | None],
+    ) -> None:
+        """The processor failed on this record: plan what replaces it (or hand it back)."""
+        message_id = message.message_id
+        resumes: datetime | None = None
+        try:
+            if isinstance(error, _InProgressElsewhere):
+                plan.failed.add(message_id)
+            else:
+                if facts is None:
+                    facts = RecordFacts.of(record)
+                if incoming is None:
+                    incoming = unwrap(
+                        message.body,
+                        message.attributes,
+                        message_id=message_id,
+                        source=self._source,
+                        receive_count=message.retry.attempt,
+                    )
+                # With claims, nothing is sent for a record before it holds its claim.
+                if (
+                    self.claims is None
+                    or message_id in plan.claimed
+                    or self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
+                ):
+                    step = self._plan_failure(plan, record, facts, incoming, error)
+                    if isinstance(step, InPlace):
+                        resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
+        except Exception:
+            self.logger.exception("could not plan the retry", extra={"message_id": message_id})
+            plan.failed.add(message_id)
+        if self._ordered:
+            blocked[_group_of(record)] = resumes
 
     def _finish_claims(self, plan: _Plan) -> None:
         """Mark done the claims of records whose next step happened (or that succeeded)."""

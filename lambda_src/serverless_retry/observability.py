@@ -107,6 +107,18 @@ class ConsumerMetrics:
 
     def lines(self, counts: BatchCounts) -> list[str]:
         now_ms = int(time.time() * 1000)
+        if not (
+            counts.exhausted
+            or counts.non_retryable
+            or counts.invalid_envelope
+            or counts.delivery_failed
+            or counts.duplicates
+            or counts.redelayed
+            or counts.scheduler_fallback
+            or counts.refused
+            or counts.retry_scheduled
+        ):  # the success path: one line, its shape ready since cold start
+            return [self._shape(("Processed",)).render(now_ms, (float(counts.processed),))]
         # Processed is always written (0 included) so dashboards see a continuous series.
         names: tuple[str, ...] = ("Processed",)
         values: tuple[float, ...] = (float(counts.processed),)
