@@ -236,7 +236,10 @@ class Delivery:
         try:
             response = self._clients.sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except Exception as exc:
-            again = _is_transient(exc) or (self.resend_after_timeout and _is_timeout(exc))
+            # Throttled: not sent, send again. A 5xx or a timeout may have been sent: only with claims.
+            again = _is_throttled(exc) or (
+                self.resend_after_timeout and (_is_transient(exc) or _is_timeout(exc))
+            )
             self._logger.error(
                 "SendMessageBatch failed; sending again" if again else "SendMessageBatch failed",
                 extra={
@@ -398,6 +401,13 @@ def _is_transient(exc: Exception) -> bool:
         code = str(error.get("Code", ""))
         return "Throttl" in code or code in _REFUSALS or (isinstance(status, int) and status >= 500)
     return False
+
+
+def _is_throttled(exc: Exception) -> bool:
+    if not isinstance(exc, ClientError):
+        return False
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    return "Throttl" in code or code == "TooManyRequestsException"
 
 
 def _is_timeout(exc: Exception) -> bool:
