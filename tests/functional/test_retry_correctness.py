@@ -285,3 +285,50 @@ def test_a_redelivered_record_whose_copy_was_sent_is_acknowledged_unprocessed(
     assert runs == [1, 2]  # not run again: its next step exists (the claim is done)
     clock.advance(31)
     assert len(stack.drain(stack.queue_url)) == 1
+
+
+def test_a_redelivery_after_the_schedule_fired_and_deleted_itself_starts_no_second_chain(
+    stack: Stack, clock: FrozenClock
+) -> None:
+    claims = claims_table()
+    runs: list[int] = []
+
+    def process(message: Message) -> None:
+        runs.append(message.retry.attempt)
+        raise RetryableError("busy")
+
+    consumer = make_consumer(stack, process, FIXED_2H, clock)
+    consumer.claims = claims
+    record = sqs_record("o", message_id="o", queue_arn=stack.queue_arn)
+    assert failure_ids(consumer({"Records": [record]})) == []
+    [schedule] = stack.schedules()
+    # The schedule fires (its copy reaches the queue) and deletes itself; then the original record
+    # comes back, its invocation's response having been lost.
+    clock.advance(7200)
+    stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=schedule["Target"]["Input"])
+    stack.scheduler.delete_schedule(GroupName=stack.group, Name=schedule["Name"])
+    redelivered = {**record, "attributes": {**record["attributes"], "ApproximateReceiveCount": "2"}}
+
+    assert failure_ids(consumer({"Records": [redelivered]})) == []
+
+    assert runs == [1]  # acknowledged: its claim says its next step exists
+    assert stack.schedules() == []  # no second schedule, so no second chain
+    assert len(stack.called("CreateSchedule")) == 1
+
+
+def test_a_message_in_progress_elsewhere_is_handed_back_not_retried(stack: Stack, clock: FrozenClock) -> None:
+    from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+    from serverless_retry.consumer import IdempotentProcessor
+
+    class Busy(IdempotentProcessor):
+        def __init__(self) -> None:  # no persistence needed: the guard says "in progress"
+            pass
+
+        def _guarded(self, **_: Any) -> None:  # type: ignore[override]
+            raise IdempotencyAlreadyInProgressError("another invocation holds it")
+
+    consumer = make_consumer(stack, Busy(), FIXED_30, clock)
+    response = consumer({"Records": [sqs_record("o", message_id="o", queue_arn=stack.queue_arn)]})
+
+    assert failure_ids(response) == ["o"]  # back to the queue; retrying it would start a second chain
+    assert not stack.called("SendMessageBatch")
