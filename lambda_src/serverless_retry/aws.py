@@ -13,6 +13,7 @@ import boto3
 from botocore.config import Config
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sns import SNSClient
@@ -39,6 +40,7 @@ class AwsClients:
         *,
         sqs_factory: Callable[[], SQSClient] | None = None,
         scheduler_factory: Callable[[], EventBridgeSchedulerClient] | None = None,
+        dynamodb_factory: Callable[[], DynamoDBClient] | None = None,
         config: Config | None = None,
         sns_factory: Callable[[], SNSClient] | None = None,
         lambda_factory: Callable[[], LambdaClient] | None = None,
@@ -48,10 +50,12 @@ class AwsClients:
         self._scheduler_factory = scheduler_factory or self._default("scheduler")
         self._sns_factory = sns_factory or self._default("sns")
         self._lambda_factory = lambda_factory or self._default("lambda")
+        self._dynamodb_factory = dynamodb_factory or self._default("dynamodb")
         self._sqs: SQSClient | None = None
         self._scheduler: EventBridgeSchedulerClient | None = None
         self._sns: SNSClient | None = None
         self._lambda: LambdaClient | None = None
+        self._dynamodb: DynamoDBClient | None = None
 
     @classmethod
     def of(
@@ -61,6 +65,7 @@ class AwsClients:
         scheduler: EventBridgeSchedulerClient | None = None,
         sns: SNSClient | None = None,
         lambda_: LambdaClient | None = None,
+        dynamodb: DynamoDBClient | None = None,
     ) -> AwsClients:
         """Clients already built (e.g. inside a moto ``mock_aws`` context or with a Stubber)."""
         return cls(
@@ -68,6 +73,7 @@ class AwsClients:
             scheduler_factory=(lambda: scheduler) if scheduler is not None else None,
             sns_factory=(lambda: sns) if sns is not None else None,
             lambda_factory=(lambda: lambda_) if lambda_ is not None else None,
+            dynamodb_factory=(lambda: dynamodb) if dynamodb is not None else None,
         )
 
     def _default(self, service: str) -> Callable[[], Any]:
@@ -97,3 +103,9 @@ class AwsClients:
         if self._lambda is None:
             self._lambda = self._lambda_factory()
         return self._lambda
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        if self._dynamodb is None:
+            self._dynamodb = self._dynamodb_factory()
+        return self._dynamodb

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from serverless_retry.clock import Clock, ScaledClock, SystemClock
@@ -22,20 +22,25 @@ from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, RetryPolicy
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_RETENTION_SECONDS",
     "ENV_CLOCK_EPOCH",
     "ENV_CLOCK_SCALE",
     "ENV_DLQ_ARN",
     "ENV_EXHAUSTED_MAX_MESSAGE_BYTES",
     "ENV_EXHAUSTED_QUEUE_URL",
+    "ENV_FIFO_ORDER",
     "ENV_IDEMPOTENCY_TABLE",
     "ENV_MAX_MESSAGE_BYTES",
     "ENV_POLICY",
     "ENV_PROCESSOR",
     "ENV_QUEUE_ARN",
+    "ENV_QUEUE_RETENTION_SECONDS",
     "ENV_QUEUE_URL",
     "ENV_SCHEDULER_ROLE_ARN",
     "ENV_SCHEDULE_GROUP",
+    "FIFO_ORDERS",
     "ConsumerSettings",
+    "FifoOrder",
     "QueueTargets",
     "load_processor",
     "needs_scheduler",
@@ -54,6 +59,15 @@ ENV_EXHAUSTED_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"
 ENV_CLOCK_SCALE = "SERVERLESS_RETRY_CLOCK_SCALE"
 ENV_CLOCK_EPOCH = "SERVERLESS_RETRY_CLOCK_EPOCH"
 ENV_IDEMPOTENCY_TABLE = "SERVERLESS_RETRY_IDEMPOTENCY_TABLE"
+ENV_FIFO_ORDER = "SERVERLESS_RETRY_FIFO_ORDER"
+ENV_QUEUE_RETENTION_SECONDS = "SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"
+
+FifoOrder = Literal["ordered", "unordered"]
+FIFO_ORDERS: tuple[FifoOrder, ...] = get_args(FifoOrder)
+# SQS's MessageRetentionPeriod: 60 s .. 14 days, 4 days when not set.
+DEFAULT_RETENTION_SECONDS = 345_600
+_MIN_RETENTION_SECONDS = 60
+_MAX_RETENTION_SECONDS = 1_209_600
 
 DEFAULT_MAX_MESSAGE_BYTES = 262_144
 # SQS accepts 1 KiB .. 1 MiB as a queue's MaximumMessageSize.
@@ -85,14 +99,32 @@ class QueueTargets:
     # The retry-exhausted queue's maximum message size; 0 means the same as the source's. It should be
     # at least max_message_bytes + terminal.FRAME_OVERHEAD_BYTES, so every final copy carries its reason.
     exhausted_max_message_bytes: int = 0
+    # FIFO sources only: "ordered" retries a failed message in place and holds back the rest of its
+    # group; "unordered" sends the retry out of its group (through the Scheduler).
+    fifo_order: FifoOrder = "ordered"
+    retention_seconds: int = DEFAULT_RETENTION_SECONDS  # the source queue's MessageRetentionPeriod
 
     def __post_init__(self) -> None:
         if not self.exhausted_max_message_bytes:
             object.__setattr__(self, "exhausted_max_message_bytes", self.max_message_bytes)
+        if self.dlq_arn.endswith(".fifo"):
+            # EventBridge Scheduler takes only a standard queue as a schedule's dead-letter target.
+            raise ValueError(
+                f"dlq_arn must be a standard queue (schedules dead-letter there), got {self.dlq_arn}"
+            )
+        if self.fifo_order not in FIFO_ORDERS:
+            raise ValueError(f"fifo_order must be one of {', '.join(FIFO_ORDERS)}, got {self.fifo_order!r}")
+        if not _MIN_RETENTION_SECONDS <= self.retention_seconds <= _MAX_RETENTION_SECONDS:
+            raise ValueError(f"retention_seconds must be 60..1209600, got {self.retention_seconds}")
 
     @property
     def source_is_fifo(self) -> bool:
         return self.queue_arn.endswith(".fifo")
+
+    @property
+    def in_place(self) -> bool:
+        """Retries keep the very message (visibility timeout), attempts counted by SQS receives."""
+        return self.source_is_fifo and self.fifo_order == "ordered"
 
     @property
     def exhausted_is_fifo(self) -> bool:
@@ -125,6 +157,24 @@ class ConsumerSettings:
             )
         exhausted_url = _queue_url(env, ENV_EXHAUSTED_QUEUE_URL)
         dlq_arn = _sqs_arn(env, ENV_DLQ_ARN)
+        if dlq_arn.endswith(".fifo"):
+            raise ConfigError(
+                ENV_DLQ_ARN,
+                "must be a standard queue: it is the dead-letter target of retry schedules, and EventBridge "
+                "Scheduler takes no FIFO queue there (for a FIFO source, name a standard <name>-schedule-dlq)",
+            )
+        fifo_order = _fifo_order(env)
+        if (
+            queue_arn.endswith(".fifo")
+            and fifo_order == "ordered"
+            and policy.transport not in ("auto", "visibility")
+        ):
+            raise ConfigError(
+                ENV_POLICY,
+                f"transport {policy.transport!r} sends a retry out of its message group, but "
+                f"{ENV_FIFO_ORDER} is 'ordered' (retries stay in place): use transport 'auto' or "
+                "'visibility', or set fifo_order to 'unordered'",
+            )
 
         targets = QueueTargets(
             queue_url=queue_url,
@@ -135,6 +185,8 @@ class ConsumerSettings:
             scheduler_role_arn=_optional(env, ENV_SCHEDULER_ROLE_ARN),
             max_message_bytes=_max_bytes(env, ENV_MAX_MESSAGE_BYTES) or DEFAULT_MAX_MESSAGE_BYTES,
             exhausted_max_message_bytes=_max_bytes(env, ENV_EXHAUSTED_MAX_MESSAGE_BYTES),
+            fifo_order=fifo_order,
+            retention_seconds=_retention(env),
         )
         if targets.exhausted_max_message_bytes < targets.max_message_bytes:
             raise ConfigError(
@@ -149,7 +201,7 @@ class ConsumerSettings:
             raise ConfigError(
                 ENV_SCHEDULER_ROLE_ARN, "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)"
             )
-        if needs_scheduler(policy, fifo=targets.source_is_fifo):
+        if needs_scheduler(policy, fifo=targets.source_is_fifo, fifo_order=targets.fifo_order):
             why = (
                 "the queue is FIFO (no per-message delay), so retries go through EventBridge Scheduler"
                 if targets.source_is_fifo
@@ -190,11 +242,16 @@ def load_processor(spec: str, variable: str = ENV_PROCESSOR) -> Processor:
     return cast(Processor, target)
 
 
-def needs_scheduler(policy: RetryPolicy, *, fifo: bool) -> bool:
-    """Whether any decision of this policy can pick the Scheduler transport."""
-    if policy.transport in ("sqs-delay", "visibility"):
+def needs_scheduler(policy: RetryPolicy, *, fifo: bool, fifo_order: FifoOrder = "unordered") -> bool:
+    """Whether any decision of this policy can pick the Scheduler transport. (When the Scheduler
+    refuses a call, the consumer falls back to SQS delay hops; that fallback needs no Scheduler.)"""
+    if fifo and fifo_order == "ordered":
+        return False  # every retry stays in place (visibility timeout)
+    if policy.transport in ("sqs-hops", "visibility"):
+        return False
+    if policy.transport == "sqs-delay":
         # Forced SQS delays are clamped to 900 s, but a FIFO queue has no per-message delay at all.
-        return fifo and policy.transport == "sqs-delay"
+        return fifo
     if policy.transport == "scheduler" or fifo:
         return True
     # auto: every delay (Retry-After included) is capped by the backoff in force.
@@ -257,6 +314,30 @@ def _max_bytes(env: Mapping[str, str], name: str) -> int:
         raise ConfigError(name, f"must be an integer, got {raw!r}") from None
     if not _MIN_MESSAGE_BYTES <= value <= _MAX_MESSAGE_BYTES:
         raise ConfigError(name, f"must be between {_MIN_MESSAGE_BYTES} and {_MAX_MESSAGE_BYTES}, got {value}")
+    return value
+
+
+def _fifo_order(env: Mapping[str, str]) -> FifoOrder:
+    raw = _optional(env, ENV_FIFO_ORDER) or "ordered"
+    if raw not in FIFO_ORDERS:
+        raise ConfigError(ENV_FIFO_ORDER, f"must be one of {', '.join(FIFO_ORDERS)}, got {raw!r}")
+    return raw
+
+
+def _retention(env: Mapping[str, str]) -> int:
+    raw = _optional(env, ENV_QUEUE_RETENTION_SECONDS)
+    if raw is None:
+        return DEFAULT_RETENTION_SECONDS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(ENV_QUEUE_RETENTION_SECONDS, f"must be an integer, got {raw!r}") from None
+    if not _MIN_RETENTION_SECONDS <= value <= _MAX_RETENTION_SECONDS:
+        raise ConfigError(
+            ENV_QUEUE_RETENTION_SECONDS,
+            f"must be the source queue's MessageRetentionPeriod, {_MIN_RETENTION_SECONDS}-"
+            f"{_MAX_RETENTION_SECONDS} seconds, got {value}",
+        )
     return value
 
 

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from serverless_retry.aws import AwsClients
+from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import QueueTargets
 from serverless_retry.envelope import MessageAttribute, sqs_message_size
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "SCHEDULE_MIN_LEAD_SECONDS",
     "SCHEDULE_RETRY_POLICY",
     "Delivery",
     "FinalForm",
@@ -48,6 +52,27 @@ SQS_BATCH_MAX_ENTRIES = 10
 _LEGACY_BATCH_BYTES = 262_144
 # Scheduler keeps retrying a failed delivery to SQS for up to a day, then dead-letters the envelope.
 SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}
+# A one-time schedule's at() must still be in the future when Scheduler receives the call (a FIFO
+# queue sends even a 0-second retry through the Scheduler), so it is fixed when CreateSchedule is
+# called, never earlier: a slow batch cannot hand the Scheduler a time already past.
+SCHEDULE_MIN_LEAD_SECONDS = 5
+# SendMessageBatch / ChangeMessageVisibilityBatch: entries the service failed (SenderFault false) and
+# throttled or failing calls are tried again within the invocation, up to this many tries in all,
+# before their records go back to the queue (where each return spends a receive of maxReceiveCount).
+SEND_TRIES = 3
+# CreateSchedule errors that say "not now" (throttling, quota, the service failing or not answering):
+# the retry then waits in SQS delay hops instead. Anything else (access denied, a validation error)
+# is a configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
+_REFUSALS = frozenset(
+    {
+        "ThrottlingException",
+        "TooManyRequestsException",
+        "ServiceQuotaExceededException",
+        "InternalServerException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +82,23 @@ class Outgoing:
     key: str
     body: str
     attributes: dict[str, MessageAttribute] = field(default_factory=dict)
-    delay_seconds: int = 0  # real seconds (already converted by the clock)
+    delay_seconds: int = 0  # logical seconds
     group_id: str | None = None  # FIFO targets only
     dedup_id: str | None = None  # FIFO targets only
+    # A delay hop: DelaySeconds is the time left until due_at when the call is made, at most
+    # ``delay_seconds`` (the hop limit). FIFO targets take no per-message delay: they get none.
+    due_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ScheduledRetry:
     key: str
     name: str  # deterministic: envelope.schedule_name(id, attempt); also the ClientToken
-    at: datetime  # logical UTC time the retry is due
+    due_at: datetime  # logical UTC time the retry is due; at() = max(due_at, call time + lead)
     body: str  # the envelope JSON, delivered verbatim as the SQS message body
     group_id: str | None = None  # FIFO source queue: the record's MessageGroupId
     description: str = ""
+    hops: Outgoing | None = None  # what to send instead when the Scheduler refuses
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +121,18 @@ def dedup_id(*parts: object) -> str:
 
 
 class Delivery:
-    def __init__(self, clients: AwsClients, targets: QueueTargets, logger: Logger) -> None:
+    def __init__(
+        self, clients: AwsClients, targets: QueueTargets, logger: Logger, clock: Clock | None = None
+    ) -> None:
         self._clients = clients
         self._targets = targets
         self._logger = logger
+        self._clock: Clock = clock or SystemClock()
         self._batch_bytes = max(_LEGACY_BATCH_BYTES, targets.max_message_bytes)
+        # With idempotency claims a send whose answer was lost (a timeout) is made again at once: a
+        # duplicate copy it may create is ended by its claim. Without them it is not: a second copy
+        # would start a second chain, so its record goes back to the queue instead.
+        self.resend_after_timeout = False
 
     # -- SQS ----------------------------------------------------------------------------------------
     def send_delayed(self, messages: Sequence[Outgoing]) -> set[str]:
@@ -110,7 +146,13 @@ class Delivery:
     def _send_batches(self, queue_url: str, messages: Sequence[Outgoing]) -> set[str]:
         failed: set[str] = set()
         for chunk in self._chunks(messages):
-            failed |= self._send_batch(queue_url, chunk)
+            pending = chunk
+            for _ in range(SEND_TRIES):
+                lost, pending = self._send_batch(queue_url, pending)
+                failed |= lost
+                if not pending:
+                    break
+            failed.update(m.key for m in pending)
         return failed
 
     def _chunks(self, messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
@@ -126,13 +168,19 @@ class Delivery:
         if chunk:
             yield chunk
 
-    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> set[str]:
+    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> tuple[set[str], list[Outgoing]]:
+        """One SendMessageBatch: (keys that failed for good, messages worth sending again now)."""
         # Entry Ids are positions: record ids may repeat within a batch and need not match [\w-]{1,80}.
         entries: list[SendMessageBatchRequestEntryTypeDef] = []
+        now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
             entry: SendMessageBatchRequestEntryTypeDef = {"Id": str(i), "MessageBody": message.body}
-            if message.delay_seconds:
-                entry["DelaySeconds"] = message.delay_seconds
+            delay = message.delay_seconds
+            if message.due_at is not None and now is not None:
+                left = math.ceil((message.due_at - now).total_seconds())
+                delay = max(0, min(delay, left))
+            if delay and message.group_id is None:
+                entry["DelaySeconds"] = delay
             if message.attributes:
                 entry["MessageAttributes"] = api_attributes(message.attributes)
             if message.group_id is not None:
@@ -143,19 +191,26 @@ class Delivery:
         try:
             response = self._clients.sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except Exception as exc:
+            # Throttled: not sent, send again. A 5xx or a timeout may have been sent: only with claims.
+            again = _is_throttled(exc) or (
+                self.resend_after_timeout and (_is_transient(exc) or _is_timeout(exc))
+            )
             self._logger.error(
-                "SendMessageBatch failed; its records go back to the queue",
+                "SendMessageBatch failed; sending again" if again else "SendMessageBatch failed",
                 extra={
                     "queue_url": queue_url,
                     "error": _describe(exc),
                     "message_ids": [m.key for m in chunk],
                 },
             )
-            return {m.key for m in chunk}
-        failed = {chunk[int(f["Id"])].key for f in response.get("Failed", [])}
-        if failed:
+            return (set(), chunk) if again else ({m.key for m in chunk}, [])
+        failures = response.get("Failed", [])
+        # Entries that failed on the service's side (not the sender's) took no effect: send them again.
+        retry = [chunk[int(f["Id"])] for f in failures if not f.get("SenderFault")]
+        failed = {chunk[int(f["Id"])].key for f in failures if f.get("SenderFault")}
+        if failures:
             self._logger.error(
-                "SendMessageBatch entries failed; their records go back to the queue",
+                "SendMessageBatch entries failed",
                 extra={
                     "queue_url": queue_url,
                     "failures": [
@@ -164,53 +219,75 @@ class Delivery:
                             "code": f.get("Code"),
                             "error": f.get("Message"),
                         }
-                        for f in response.get("Failed", [])
+                        for f in failures
                     ],
                 },
             )
-        return failed
+        return failed, retry
 
     def change_visibility(self, changes: Sequence[VisibilityChange]) -> set[str]:
         """Hide messages until their next attempt. Returns the keys whose change failed (they come back
         after the queue's own visibility timeout instead)."""
         failed: set[str] = set()
         for start in range(0, len(changes), SQS_BATCH_MAX_ENTRIES):
-            chunk = changes[start : start + SQS_BATCH_MAX_ENTRIES]
-            entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
-                {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": c.timeout_seconds}
-                for i, c in enumerate(chunk)
-            ]
-            try:
-                response = self._clients.sqs.change_message_visibility_batch(
-                    QueueUrl=self._targets.queue_url, Entries=entries
-                )
-            except Exception as exc:
-                self._logger.error("ChangeMessageVisibilityBatch failed", extra={"error": _describe(exc)})
-                failed.update(c.key for c in chunk)
-                continue
-            for f in response.get("Failed", []):
-                failed.add(chunk[int(f["Id"])].key)
-                self._logger.error(
-                    "ChangeMessageVisibility entry failed",
-                    extra={
-                        "message_id": chunk[int(f["Id"])].key,
-                        "code": f.get("Code"),
-                        "error": f.get("Message"),
-                    },
-                )
+            pending = list(changes[start : start + SQS_BATCH_MAX_ENTRIES])
+            for _ in range(SEND_TRIES):
+                lost, pending = self._change_batch(pending)
+                failed |= lost
+                if not pending:
+                    break
+            failed.update(c.key for c in pending)
         return failed
 
-    # -- EventBridge Scheduler ----------------------------------------------------------------------
-    def schedule_all(self, retries: Sequence[ScheduledRetry]) -> set[str]:
-        return {r.key for r in retries if not self.schedule(r)}
+    def _change_batch(self, chunk: list[VisibilityChange]) -> tuple[set[str], list[VisibilityChange]]:
+        entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
+            {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": c.timeout_seconds}
+            for i, c in enumerate(chunk)
+        ]
+        try:
+            response = self._clients.sqs.change_message_visibility_batch(
+                QueueUrl=self._targets.queue_url, Entries=entries
+            )
+        except Exception as exc:
+            self._logger.error("ChangeMessageVisibilityBatch failed", extra={"error": _describe(exc)})
+            # Setting a visibility timeout again is harmless, whatever the first call did.
+            return (set(), chunk) if _is_transient(exc) else ({c.key for c in chunk}, [])
+        failed: set[str] = set()
+        retry: list[VisibilityChange] = []
+        for f in response.get("Failed", []):
+            if f.get("SenderFault"):
+                failed.add(chunk[int(f["Id"])].key)
+            else:
+                retry.append(chunk[int(f["Id"])])
+            self._logger.error(
+                "ChangeMessageVisibility entry failed",
+                extra={
+                    "message_id": chunk[int(f["Id"])].key,
+                    "code": f.get("Code"),
+                    "error": f.get("Message"),
+                },
+            )
+        return failed, retry
 
-    def schedule(self, retry: ScheduledRetry) -> bool:
-        """Create the one-time schedule. True when it exists afterwards (created now or before)."""
+    # -- EventBridge Scheduler ----------------------------------------------------------------------
+    def schedule_all(self, retries: Sequence[ScheduledRetry]) -> tuple[set[str], list[ScheduledRetry]]:
+        """Create each schedule. Returns (keys that failed, retries the Scheduler refused: throttled,
+        over quota, failing or not answering — those can wait in SQS delay hops instead)."""
+        failed: set[str] = set()
+        refused: list[ScheduledRetry] = []
+        for retry in retries:
+            result = self.schedule(retry)
+            if result == "refused":
+                refused.append(retry)
+            elif result == "failed":
+                failed.add(retry.key)
+        return failed, refused
+
+    def schedule(self, retry: ScheduledRetry) -> Literal["scheduled", "refused", "failed"]:
+        """Create the one-time schedule: "scheduled" when it exists afterwards (created now or before)."""
         targets = self._targets
         if targets.schedule_group is None or targets.scheduler_role_arn is None:
-            # Config validation requires both whenever the policy can choose the Scheduler.
-            self._logger.error("a retry needs EventBridge Scheduler but no schedule group/role is configured")
-            return False
+            return "refused"  # no Scheduler configured (library use): the retry waits in hops
         target: TargetTypeDef = {
             "Arn": targets.queue_arn,
             "RoleArn": targets.scheduler_role_arn,
@@ -220,13 +297,14 @@ class Delivery:
         }
         if retry.group_id is not None:
             target["SqsParameters"] = {"MessageGroupId": retry.group_id}
+        at = max(retry.due_at, self._clock.now() + timedelta(seconds=SCHEDULE_MIN_LEAD_SECONDS))
         try:
             self._clients.scheduler.create_schedule(
                 Name=retry.name,
                 GroupName=targets.schedule_group,
                 # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
                 ClientToken=retry.name.replace(".", "-"),
-                ScheduleExpression=at_expression(retry.at),
+                ScheduleExpression=at_expression(at),
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",
@@ -234,21 +312,24 @@ class Delivery:
                 Description=retry.description[:512],
                 Target=target,
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConflictException":
-                return True  # already scheduled by an earlier delivery of this record
-            self._logger.error(
-                "CreateSchedule failed; the record goes back to the queue",
-                extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
-            )
-            return False
         except Exception as exc:
+            if (
+                isinstance(exc, ClientError)
+                and exc.response.get("Error", {}).get("Code") == "ConflictException"
+            ):
+                return "scheduled"  # already scheduled by an earlier delivery of this record
+            if _is_refusal(exc):
+                self._logger.warning(
+                    "CreateSchedule refused; the retry waits in SQS delay hops instead",
+                    extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
+                )
+                return "refused"
             self._logger.error(
                 "CreateSchedule failed; the record goes back to the queue",
                 extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
             )
-            return False
-        return True
+            return "failed"
+        return "scheduled"
 
 
 def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
@@ -264,6 +345,38 @@ def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, Mess
             value["StringValue"] = attr["StringValue"]
         out[name] = value  # type: ignore[assignment]
     return out
+
+
+def _is_transient(exc: Exception) -> bool:
+    """A call refused for now (throttling, the service failing): the same call again may work.
+    (A timeout is not retried here: the call may have worked, and a second send would duplicate.)"""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        code = str(error.get("Code", ""))
+        return "Throttl" in code or code in _REFUSALS or (isinstance(status, int) and status >= 500)
+    return False
+
+
+def _is_throttled(exc: Exception) -> bool:
+    if not isinstance(exc, ClientError):
+        return False
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    return "Throttl" in code or code == "TooManyRequestsException"
+
+
+def _is_timeout(exc: Exception) -> bool:
+    return isinstance(exc, HTTPClientError | BotocoreConnectionError)
+
+
+def _is_refusal(exc: Exception) -> bool:
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
+    # A timeout or a dropped connection: the call may have worked; a redelivered record would find the
+    # schedule (ConflictException), a hop copy may duplicate it, which the idempotency claim ends.
+    return _is_timeout(exc)
 
 
 def _describe(exc: BaseException) -> str:

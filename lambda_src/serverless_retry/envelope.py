@@ -87,6 +87,8 @@ class RetryMeta(TypedDict, total=False):
     first_failed_at: Required[str]
     source: Required[str]
     history: Required[list[HistoryEntry]]
+    # when the next attempt is due (a copy that arrives earlier is re-delayed, unprocessed):
+    due_at: str
     # only on final envelopes (the retry-exhausted queue):
     outcome: Outcome
     reason: str
@@ -296,7 +298,7 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
                     f"{ENVELOPE_KEY}.{key}",
                     "a final envelope (from the retry-exhausted queue) must not re-enter the retry loop",
                 )
-    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS)
+    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS, ("due_at",))
     version = meta["v"]
     if isinstance(version, bool) or version != VERSION:
         raise _Invalid(
@@ -321,6 +323,9 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
         "source": source,
         "history": history,
     }
+    if "due_at" in meta:
+        _timestamp(meta["due_at"], f"{ENVELOPE_KEY}.due_at")
+        parsed["due_at"] = meta["due_at"]
     context = RetryContext(envelope_id, attempt, first_failed_at, tuple(history), source)
     return parsed, context, body, attributes
 
@@ -429,9 +434,17 @@ def error_text(error: BaseException) -> str:
         return f"<unprintable {type(error).__name__}>"
 
 
-def next_envelope(incoming: Incoming, decision: Decision, error: BaseException, *, now: datetime) -> Envelope:
+def next_envelope(
+    incoming: Incoming,
+    decision: Decision,
+    error: BaseException,
+    *,
+    now: datetime,
+    due_at: datetime | None = None,
+) -> Envelope:
     """The envelope for the next attempt: attempt + 1, first_failed_at kept (now on the first failure),
-    this failure appended to the history (the last HISTORY_LIMIT kept), error text cut."""
+    this failure appended to the history (the last HISTORY_LIMIT kept), error text cut, and the time the
+    next attempt is due (``due_at``), so a copy that arrives early can wait again unprocessed."""
     if incoming.kind == "invalid":
         raise ValueError("an invalid envelope must go to the retry-exhausted queue, not back into the loop")
     if decision.action != "retry":
@@ -452,6 +465,8 @@ def next_envelope(incoming: Incoming, decision: Decision, error: BaseException, 
         "source": context.source,
         "history": [*context.history, entry][-HISTORY_LIMIT:],
     }
+    if due_at is not None:
+        meta["due_at"] = format_time(due_at)
     return {
         "serverless_retry": meta,
         "body": incoming.body,

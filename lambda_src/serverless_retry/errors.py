@@ -51,3 +51,9 @@ class HttpError(Exception):
         self.status = status
         self.status_code = status
         self.retry_after = retry_after
+
+
+class EventShapeError(ServerlessRetryError, ValueError):
+    """The consumer was invoked with something that is not an SQS event (an SNS notification, an API
+    Gateway request, an EventBridge event...). Raised, never answered with success: the sender's own
+    retries and failure destinations then keep the event instead of it being dropped."""

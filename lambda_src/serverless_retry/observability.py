@@ -46,6 +46,10 @@ class BatchCounts:
     invalid_envelope: int = 0
     delivery_failed: int = 0  # records returned to the queue because a send/schedule failed
     retry_scheduled: Counter[str] = field(default_factory=Counter)  # by transport
+    duplicates: int = 0  # copies of an attempt another copy had claimed: their chain ended
+    redelayed: int = 0  # copies that arrived before they were due and waited again (a hop)
+    scheduler_fallback: int = 0  # retries the Scheduler refused that went as SQS delay hops instead
+    refused: int = 0  # records from a queue other than the configured one, handed back unprocessed
 
 
 class _Shape:
@@ -103,6 +107,18 @@ class ConsumerMetrics:
 
     def lines(self, counts: BatchCounts) -> list[str]:
         now_ms = int(time.time() * 1000)
+        if not (
+            counts.exhausted
+            or counts.non_retryable
+            or counts.invalid_envelope
+            or counts.delivery_failed
+            or counts.duplicates
+            or counts.redelayed
+            or counts.scheduler_fallback
+            or counts.refused
+            or counts.retry_scheduled
+        ):  # the success path: one line, its shape ready since cold start
+            return [self._shape(("Processed",)).render(now_ms, (float(counts.processed),))]
         # Processed is always written (0 included) so dashboards see a continuous series.
         names: tuple[str, ...] = ("Processed",)
         values: tuple[float, ...] = (float(counts.processed),)
@@ -111,6 +127,10 @@ class ConsumerMetrics:
             ("NonRetryable", counts.non_retryable),
             ("InvalidEnvelope", counts.invalid_envelope),
             ("DeliveryFailed", counts.delivery_failed),
+            ("DuplicateDropped", counts.duplicates),
+            ("Redelayed", counts.redelayed),
+            ("SchedulerFallback", counts.scheduler_fallback),
+            ("WrongSource", counts.refused),
         ):
             if value:
                 names += (name,)

@@ -46,8 +46,9 @@ __all__ = [
     "retry_after_seconds",
 ]
 
-Transport = Literal["auto", "sqs-delay", "scheduler", "visibility"]
-ResolvedTransport = Literal["sqs-delay", "scheduler", "visibility"]
+Transport = Literal["auto", "sqs-delay", "sqs-hops", "scheduler", "visibility"]
+# sqs-hops: SQS delays of <= 900 s at a time, the copy carrying its due time (no Scheduler, any delay).
+ResolvedTransport = Literal["sqs-delay", "sqs-hops", "scheduler", "visibility"]
 Action = Literal["retry", "exhausted", "non-retryable"]
 Unmatched = Literal["retry", "dead-letter"]
 TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
@@ -367,6 +368,8 @@ class RetryPolicy:
             transport, seconds = "sqs-delay", min(seconds, SQS_MAX_DELAY_SECONDS)
         elif self.transport == "visibility":
             transport, seconds = "visibility", min(seconds, VISIBILITY_MAX_SECONDS)
+        elif self.transport == "sqs-hops":
+            transport = "sqs-hops"
         else:
             transport = "scheduler"
         matched_text = f"rules[{index}]" if rule is not None else "no rule matched"

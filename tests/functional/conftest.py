@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -57,9 +58,12 @@ def clock() -> Iterator[FrozenClock]:
     def seconds() -> float:
         return frozen.now().timestamp()
 
+    # Records built by serverless_retry.testing are stamped (SentTimestamp, first receive) by it too:
+    # the consumer takes a decision's "now" from the record's own timestamps.
     with (
         mock.patch("moto.sqs.models.unix_time_millis", millis),
         mock.patch("moto.sqs.models.unix_time", seconds),
+        mock.patch("serverless_retry.testing.time", SimpleNamespace(time=seconds)),
     ):
         yield frozen
 
@@ -76,6 +80,7 @@ class Stack:
     dlq_arn: str
     exhausted_url: str
     group: str
+    schedule_dlq_arn: str = ""  # standard queue the schedules dead-letter to (the DLQ unless FIFO)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def targets(self, **overrides: Any) -> QueueTargets:
@@ -83,7 +88,7 @@ class Stack:
             "queue_url": self.queue_url,
             "queue_arn": self.queue_arn,
             "exhausted_queue_url": self.exhausted_url,
-            "dlq_arn": self.dlq_arn,
+            "dlq_arn": self.schedule_dlq_arn or self.dlq_arn,
             "schedule_group": self.group,
             "scheduler_role_arn": ROLE_ARN,
         }
@@ -136,6 +141,11 @@ def make_stack(name: str = "orders", *, fifo: bool = False, max_receive_count: i
     exhausted_url = sqs.create_queue(QueueName=f"{name}-exhausted{suffix}", Attributes=fifo_attrs)["QueueUrl"]
     group = f"{name}-retries"
     scheduler.create_schedule_group(Name=group)
+    # The Scheduler takes no FIFO dead-letter queue: a FIFO source's schedules use a standard one.
+    schedule_dlq_arn = dlq_arn
+    if fifo:
+        sqs.create_queue(QueueName=f"{name}-schedule-dlq")
+        schedule_dlq_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}-schedule-dlq"
     stack = Stack(
         sqs=sqs,
         scheduler=scheduler,
@@ -145,6 +155,7 @@ def make_stack(name: str = "orders", *, fifo: bool = False, max_receive_count: i
         dlq_arn=dlq_arn,
         exhausted_url=exhausted_url,
         group=group,
+        schedule_dlq_arn=schedule_dlq_arn,
     )
 
     def record(params: dict[str, Any], model: Any, **_: Any) -> None:

@@ -389,7 +389,7 @@ def test_fifo_queue_retries_through_the_scheduler_with_the_message_group(
     from .conftest import make_stack
 
     stack = make_stack("payments", fifo=True)
-    consumer = make_consumer(stack, raising(RetryableError("busy")), FIXED_30, clock)
+    consumer = make_consumer(stack, raising(RetryableError("busy")), FIXED_30, clock, fifo_order="unordered")
     stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody="p1", MessageGroupId="customer-7")
     messages = stack.receive(stack.queue_url)
 
@@ -399,6 +399,8 @@ def test_fifo_queue_retries_through_the_scheduler_with_the_message_group(
     assert not stack.called("SendMessageBatch")
     [schedule] = stack.schedules()
     assert schedule["Target"]["SqsParameters"] == {"MessageGroupId": "customer-7"}
+    assert schedule["Target"]["DeadLetterConfig"] == {"Arn": stack.schedule_dlq_arn}
+    assert not stack.schedule_dlq_arn.endswith(".fifo")
     assert schedule["ScheduleExpression"] == "at(2026-11-30T10:00:30)"
     meta = envelope_of(schedule["Target"]["Input"])["serverless_retry"]
     assert meta["history"][0]["transport"] == "scheduler"
@@ -409,7 +411,7 @@ def test_an_immediate_fifo_retry_is_scheduled_a_few_seconds_ahead(aws: None, clo
 
     stack = make_stack("instant", fifo=True)
     policy = {"max_attempts": 5, "backoff": {"strategy": "fixed", "base_seconds": 0}}
-    consumer = make_consumer(stack, raising(RetryableError("busy")), policy, clock)
+    consumer = make_consumer(stack, raising(RetryableError("busy")), policy, clock, fifo_order="unordered")
     record = sqs_record("p", queue_arn=stack.queue_arn, message_group_id="g")
 
     assert failure_ids(consumer({"Records": [record]})) == []

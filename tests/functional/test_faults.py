@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+import pytest
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.errors import NonRetryableError, RetryableError
@@ -39,7 +40,7 @@ def test_failed_send_message_batch_entry_returns_only_that_record(stack: Stack, 
     response = consumer(records(stack, "a", "b", "c"))
 
     assert failure_ids(response) == ["b"]
-    assert sqs.injected_entries == 1
+    assert sqs.injected_entries == 3  # tried again within the invocation, then handed back
     assert copies_in_source_queue(stack, clock) == ["a", "c"]  # nothing was sent for b
 
     # The queue redelivers b; this time the send works and b is handled like the others.
@@ -61,9 +62,7 @@ def test_failed_send_message_batch_call_returns_every_record_of_the_chunk(
     assert copies_in_source_queue(stack, clock) == []
 
 
-def test_throttled_create_schedule_returns_the_record_and_creates_nothing(
-    stack: Stack, clock: FrozenClock
-) -> None:
+def test_throttled_create_schedule_becomes_delay_hops(stack: Stack, clock: FrozenClock) -> None:
     scheduler = boto3.client("scheduler", region_name=REGION)
     fail_operation(scheduler, "CreateSchedule", "ThrottlingException")
     consumer = make_consumer(
@@ -72,6 +71,42 @@ def test_throttled_create_schedule_returns_the_record_and_creates_nothing(
 
     response = consumer(records(stack, "a"))
 
+    # Handled: the retry waits in the source queue in hops of <= 900 s instead of going to the DLQ.
+    assert failure_ids(response) == []
+    assert stack.schedules() == []
+    [call] = stack.called("SendMessageBatch")
+    [entry] = call["Entries"]
+    assert (call["QueueUrl"], entry["DelaySeconds"]) == (stack.queue_url, 900)
+    meta = envelope_of(entry["MessageBody"])["serverless_retry"]
+    assert (meta["attempt"], meta["due_at"]) == (2, "2026-11-30T12:00:00Z")
+    assert meta["history"][0]["transport"] == "scheduler"  # what was decided; the hops carry it out
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [("ServiceQuotaExceededException", 402), ("InternalServerException", 500)]
+)
+def test_every_refusal_of_the_scheduler_falls_back_to_hops(
+    stack: Stack, clock: FrozenClock, code: str, status: int
+) -> None:
+    scheduler = boto3.client("scheduler", region_name=REGION)
+    fail_operation(scheduler, "CreateSchedule", code, status=status)
+    consumer = make_consumer(
+        stack, always_fail, FIXED_2H, clock, clients=AwsClients.of(sqs=stack.sqs, scheduler=scheduler)
+    )
+    assert failure_ids(consumer(records(stack, "a"))) == []
+    assert [e["DelaySeconds"] for c in stack.called("SendMessageBatch") for e in c["Entries"]] == [900]
+
+
+def test_a_misconfigured_scheduler_returns_the_record(stack: Stack, clock: FrozenClock) -> None:
+    scheduler = boto3.client("scheduler", region_name=REGION)
+    fail_operation(scheduler, "CreateSchedule", "AccessDeniedException", status=403)
+    consumer = make_consumer(
+        stack, always_fail, FIXED_2H, clock, clients=AwsClients.of(sqs=stack.sqs, scheduler=scheduler)
+    )
+
+    response = consumer(records(stack, "a"))
+
+    # Not a refusal but a configuration error: back to the queue, where the DLQ alarm will tell.
     assert failure_ids(response) == ["a"]
     assert stack.schedules() == []
     assert not stack.called("SendMessageBatch")
@@ -87,9 +122,11 @@ def test_one_throttled_schedule_among_several(stack: Stack, clock: FrozenClock) 
 
     response = consumer(records(stack, "a", "b", "c"))
 
-    assert failure_ids(response) == ["b"]
+    assert failure_ids(response) == []
     bodies = sorted(envelope_of(s["Target"]["Input"])["body"] for s in stack.schedules())
     assert bodies == ["a", "c"]
+    [call] = stack.called("SendMessageBatch")
+    assert [envelope_of(e["MessageBody"])["body"] for e in call["Entries"]] == ["b"]
 
 
 def test_failed_exhausted_send_returns_the_record(stack: Stack, clock: FrozenClock) -> None:

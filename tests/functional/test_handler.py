@@ -74,6 +74,10 @@ BAD = [
     ("CLOCK_SCALE", "60", "SERVERLESS_RETRY_CLOCK_EPOCH: required when SERVERLESS_RETRY_CLOCK_SCALE is set"),
     ("CLOCK_EPOCH", "1700000000", "SERVERLESS_RETRY_CLOCK_SCALE: required when"),
     ("IDEMPOTENCY_TABLE", "x", "not a DynamoDB table name"),
+    ("DLQ_ARN", f"{ARN}:orders-dlq.fifo", "must be a standard queue"),
+    ("FIFO_ORDER", "sorted", "must be one of ordered, unordered"),
+    ("QUEUE_RETENTION_SECONDS", "four days", "must be an integer"),
+    ("QUEUE_RETENTION_SECONDS", "30", "MessageRetentionPeriod, 60-1209600 seconds"),
 ]
 
 
@@ -118,16 +122,44 @@ def test_a_rule_with_a_long_backoff_needs_the_scheduler() -> None:
         ConsumerSettings.from_env(with_env(POLICY=policy, SCHEDULE_GROUP=None))
 
 
-def test_fifo_queue_needs_the_scheduler() -> None:
+def test_an_unordered_fifo_queue_needs_the_scheduler() -> None:
     short = json.dumps({"backoff": {"max_seconds": 60}})
     env = with_env(
         POLICY=short,
         QUEUE_URL=f"{URL}/orders.fifo",
         QUEUE_ARN=f"{ARN}:orders.fifo",
         SCHEDULE_GROUP=None,
+        FIFO_ORDER="unordered",
     )
     with pytest.raises(ConfigError, match="SERVERLESS_RETRY_SCHEDULE_GROUP: required: the queue is FIFO"):
         ConsumerSettings.from_env(env)
+
+
+def test_an_ordered_fifo_queue_retries_in_place_without_the_scheduler() -> None:
+    short = json.dumps({"backoff": {"max_seconds": 60}})
+    fifo = {"QUEUE_URL": f"{URL}/orders.fifo", "QUEUE_ARN": f"{ARN}:orders.fifo"}
+    settings = ConsumerSettings.from_env(
+        with_env(POLICY=short, SCHEDULE_GROUP=None, SCHEDULER_ROLE_ARN=None, **fifo)
+    )
+    assert settings.targets.fifo_order == "ordered"  # the default
+    assert settings.targets.in_place
+    # A transport that takes the retry out of its group contradicts "ordered": refused, with the fix.
+    for transport in ("scheduler", "sqs-delay", "sqs-hops"):
+        policy = json.dumps({"transport": transport})
+        with pytest.raises(
+            ConfigError, match=r"^SERVERLESS_RETRY_POLICY: transport .* fifo_order to 'unordered'"
+        ):
+            ConsumerSettings.from_env(with_env(POLICY=policy, **fifo))
+        ConsumerSettings.from_env(with_env(POLICY=policy, FIFO_ORDER="unordered", **fifo))
+
+
+def test_sqs_hops_needs_no_scheduler_and_retention_is_read() -> None:
+    hops = json.dumps({"transport": "sqs-hops", "backoff": {"max_seconds": 86400}})
+    settings = ConsumerSettings.from_env(
+        with_env(POLICY=hops, SCHEDULE_GROUP=None, SCHEDULER_ROLE_ARN=None, QUEUE_RETENTION_SECONDS="1209600")
+    )
+    assert settings.targets.retention_seconds == 1_209_600
+    assert ConsumerSettings.from_env(BASE_ENV).targets.retention_seconds == 345_600  # SQS's default
 
 
 def test_processor_may_be_a_dotted_attribute() -> None:

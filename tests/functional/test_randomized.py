@@ -246,7 +246,11 @@ def test_every_message_ends_in_exactly_one_place(aws: None, clock: FrozenClock) 
         "too-large-to-retry",
     }
     assert set(forms) == {"envelope", "framed"}
-    assert len(dead) >= 1
+    # Throttled schedules wait in SQS delay hops and failed entries are sent again within the
+    # invocation, so the DLQ takes only what failed repeatedly (often nothing at these rates).
+    assert len(dead) <= MESSAGES // 50
+    hops = [c for c in stack.called("SendMessageBatch") for e in c["Entries"] if e.get("DelaySeconds") == 900]
+    assert hops, "throttled CreateSchedule calls must turn into delay hops"
     assert len(processor.succeeded) > MESSAGES // 2
     print(
         f"\nrandomized: {MESSAGES} messages, {driver.invocations} invocations, {driver.fired} schedules fired; "

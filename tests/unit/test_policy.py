@@ -112,7 +112,7 @@ BAD: list[tuple[Any, str, str]] = [
     ({"max_age_seconds": -60}, "max_age_seconds", "must be >= 1"),
     ({"max_age_seconds": False}, "max_age_seconds", "got boolean"),
     ({"unmatched": "drop"}, "unmatched", "must be one of retry, dead-letter"),
-    ({"transport": "pigeon"}, "transport", "must be one of auto, sqs-delay, scheduler, visibility"),
+    ({"transport": "pigeon"}, "transport", "must be one of auto, sqs-delay, sqs-hops, scheduler, visibility"),
     ({"honor_retry_after": "yes"}, "honor_retry_after", "must be true or false"),
     ({"honor_retry_after": 1}, "honor_retry_after", "must be true or false"),
     ({"max_attempt": 3}, "max_attempt", "unknown field"),

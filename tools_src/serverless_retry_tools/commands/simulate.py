@@ -1,81 +1,241 @@
-"""``serverless-retry simulate``: what a policy does to an error, attempt by attempt (no AWS)."""
+"""``serverless-retry simulate``: what a policy does to an error, attempt by attempt (no AWS).
+
+It runs the consumer's own decision code (``serverless_retry.planning.plan_failure``) on a simulated
+record: the same classification (``NonRetryableError`` is never retried, unmatched errors follow
+``unmatched``), the same queue adjustments (FIFO ordered retries in place, FIFO unordered through the
+Scheduler, delays longer than the retention as delay hops, the in-place expiry guard), the same
+envelopes and jitter. Time is logical and starts at ``--start`` (default: now), the moment of the
+first failure; an HTTP-date ``--retry-after`` is measured against it. ``attempt_rows()`` returns the
+rows for other tools (cost, timeline).
+"""
 
 from __future__ import annotations
 
 import argparse
 import builtins
-import random
-from datetime import timedelta
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from serverless_retry.clock import FrozenClock
-from serverless_retry.errors import HttpError, RetryableError
+from serverless_retry import errors
+from serverless_retry.envelope import Incoming, unwrap
+from serverless_retry.errors import HttpError, PolicyError
+from serverless_retry.planning import (
+    DEFAULT_RETENTION_SECONDS,
+    Copy,
+    Final,
+    InPlace,
+    QueueFacts,
+    RecordFacts,
+    hop_limit,
+    plan_failure,
+)
 from serverless_retry.policy import RetryPolicy
+
+__all__ = ["AttemptRow", "attempt_rows", "load_policy", "register", "synthetic_error"]
+
+SOURCE = "arn:aws:sqs:us-east-1:123456789012:simulated"
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """One attempt as the consumer would handle it."""
+
+    attempt: int
+    at: datetime  # when the attempt runs (logical UTC)
+    elapsed_seconds: float  # since the first attempt
+    action: str  # retry, exhausted, non-retryable, too-large-to-retry
+    delay_seconds: int  # until the next attempt (0 unless retry)
+    transport: str | None  # sqs-delay, sqs-hops, scheduler, visibility
+    next_at: datetime | None
+    hops: int  # SQS sends the wait takes with sqs-hops (each <= 900 s); 0 otherwise
+    reason: str
 
 
 def load_policy(text: str) -> RetryPolicy:
     """A policy from inline JSON or from a file path."""
+    if text.lstrip().startswith("{"):
+        return RetryPolicy.from_json(text)
     path = Path(text)
-    source = path.read_text() if not text.lstrip().startswith("{") and path.exists() else text
-    return RetryPolicy.from_json(source)
+    if not path.is_file():
+        raise PolicyError("$", f"no policy file {text!r} (give a file path or inline JSON)")
+    return RetryPolicy.from_json(path.read_text())
 
 
 def synthetic_error(error_type: str, status: int | None, message: str, retry_after: str | None) -> Exception:
-    """An exception that classifies like the real one would: a builtin class when the name is one
-    (so MRO matches such as OSError work), HttpError for a status, else a class of that name."""
+    """An exception that classifies like the real one would: serverless_retry's own classes by name
+    (NonRetryableError, RetryableError, HttpError), a builtin class when the name is one (so MRO matches
+    such as OSError work), HttpError for a status, else a plain Exception subclass of that name (which
+    ``unmatched`` decides, as for any error no rule names); ``pkg.mod.Name`` sets the module too."""
     if status is not None:
-        error: Exception = HttpError(status, message or f"HTTP {status}", retry_after=retry_after)
-        return error
-    base = getattr(builtins, error_type, None)
-    if isinstance(base, type) and issubclass(base, Exception):
-        error = base(message or error_type)
+        return HttpError(status, message or f"HTTP {status}", retry_after=retry_after)
+    module, _, name = error_type.rpartition(".")
+    base = None if module else (getattr(errors, name, None) or getattr(builtins, name, None))
+    error: Exception
+    if isinstance(base, type) and issubclass(base, Exception) and base is not HttpError:
+        error = base(message or name)
     else:
-        cls = type(error_type, (RetryableError,), {})
-        error = cls(message or error_type)
+        cls = type(name, (Exception,), {"__module__": module or "simulated", "__qualname__": name})
+        error = cls(message or name)
     if retry_after is not None:
         error.retry_after = retry_after  # type: ignore[attr-defined]
     return error
 
 
+def attempt_rows(
+    policy: RetryPolicy,
+    make_error: Callable[[], BaseException],
+    *,
+    start: datetime,
+    queue: QueueFacts | None = None,
+    max_attempts: int = 50,
+    seed: int = 0,
+    message_id: str = "simulated-message",
+    body: str = "{}",
+) -> list[AttemptRow]:
+    """Fail every attempt with ``make_error()`` and record what the consumer decides, until it stops
+    retrying or ``max_attempts`` attempts ran. ``seed`` 0 is a deployed consumer's jitter seed."""
+    queue = queue or QueueFacts()
+    rows: list[AttemptRow] = []
+    incoming: Incoming = unwrap(body, {}, message_id=message_id, source=SOURCE)
+    now = start
+    for attempt in range(1, max_attempts + 1):
+        if queue.in_place:  # the message itself: sent at the start, counted by receives
+            facts = RecordFacts(message_id, attempt, start, start)
+            incoming = unwrap(body, {}, message_id=message_id, source=SOURCE, receive_count=attempt)
+        else:  # a copy first received when its attempt runs
+            facts = RecordFacts(f"{message_id}-{attempt}", 1, now, now)
+        step = plan_failure(policy, queue, facts, incoming, make_error(), now=now, seed=seed)
+        elapsed = (now - start).total_seconds()
+        if isinstance(step, Final):
+            rows.append(AttemptRow(attempt, now, elapsed, step.outcome, 0, None, None, 0, step.reason))
+            return rows
+        decision = step.decision
+        delay = step.timeout_seconds if isinstance(step, InPlace) else step.delay_seconds
+        hops = 0
+        if isinstance(step, Copy) and step.transport == "sqs-hops":
+            hops = max(1, math.ceil(delay / hop_limit(queue.retention_seconds)))
+        next_at = now + timedelta(seconds=delay)
+        rows.append(
+            AttemptRow(
+                attempt, now, elapsed, "retry", delay, decision.transport, next_at, hops, decision.reason
+            )
+        )
+        if isinstance(step, Copy):
+            incoming = unwrap(step.body, {}, message_id=f"{message_id}-{attempt + 1}", source=SOURCE)
+        now = next_at
+    return rows
+
+
+def _positive(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+
+
+def _status(text: str) -> int:
+    value = _integer(text)
+    if not 100 <= value <= 599:
+        raise argparse.ArgumentTypeError(f"must be an HTTP status (100-599), got {value}")
+    return value
+
+
+def _retention(text: str) -> int:
+    value = _integer(text)
+    if not 60 <= value <= 1_209_600:
+        raise argparse.ArgumentTypeError(f"must be an SQS retention period, 60-1209600 seconds, got {value}")
+    return value
+
+
+def _start(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be an ISO-8601 time such as 2026-11-30T10:00:00Z, got {text!r}"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
-    rand = random.Random(args.seed)
-    clock = FrozenClock()
-    first = clock.now()
-    previous: float | None = None
-    print(
-        f"{'attempt':>7}  {'action':<14} {'delay_s':>8}  {'transport':<10} {'next attempt at (logical)':<25} reason"
+    start: datetime = args.start or datetime.now(UTC).replace(microsecond=0)
+    fifo = args.fifo is not None
+    queue = QueueFacts(
+        fifo=fifo,
+        in_place=(fifo and args.fifo == "ordered") or policy.transport == "visibility",
+        retention_seconds=args.retention,
+        scheduler=not args.no_scheduler,
     )
-    for attempt in range(1, args.max_attempts + 1):
-        error = synthetic_error(args.error, args.status, args.message, args.retry_after)
-        decision = policy.decide(
-            error, attempt=attempt, first_failed_at=first, now=clock.now(), rand=rand, previous_delay=previous
-        )
-        when = (
-            (clock.now() + timedelta(seconds=decision.delay_seconds)).isoformat()
-            if decision.action == "retry"
-            else "-"
-        )
+    rows = attempt_rows(
+        policy,
+        lambda: synthetic_error(args.error, args.status, args.message, args.retry_after),
+        start=start,
+        queue=queue,
+        max_attempts=args.max_attempts,
+        seed=args.seed,
+        message_id=args.message_id,
+    )
+    kind = f"FIFO {args.fifo}" if fifo else "standard"
+    print(
+        f"first failure at {start:%Y-%m-%dT%H:%M:%SZ} (--start); {kind} queue, retention {args.retention} s; "
+        f"jitter seed {args.seed} for message id {args.message_id!r}"
+    )
+    print(
+        f"{'attempt':>7}  {'action':<18} {'delay_s':>8}  {'transport':<10} {'hops':>4}  "
+        f"{'next attempt at (logical)':<25} reason"
+    )
+    for row in rows:
+        when = f"{row.next_at:%Y-%m-%dT%H:%M:%SZ}" if row.next_at else "-"
         print(
-            f"{attempt:>7}  {decision.action:<14} {decision.delay_seconds:>8}  {decision.transport or '-':<10} "
-            f"{when:<25} {decision.reason}"
+            f"{row.attempt:>7}  {row.action:<18} {row.delay_seconds:>8}  {row.transport or '-':<10} "
+            f"{row.hops or '-':>4}  {when:<25} {row.reason}"
         )
-        if decision.action != "retry":
-            return 0
-        previous = float(decision.delay_seconds)
-        clock.advance(decision.delay_seconds)
-    print(f"(stopped after {args.max_attempts} attempts: raise --max-attempts to see more)")
+    if rows and rows[-1].action == "retry":
+        print(f"(stopped after {args.max_attempts} attempts: raise --max-attempts to see more)")
     return 0
 
 
 def register(sub: Any) -> None:
-    sim = sub.add_parser("simulate", help="show the delays a policy gives an error, attempt by attempt")
+    sim = sub.add_parser(
+        "simulate",
+        help="show what a policy does to an error, attempt by attempt (the consumer's own decisions)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sim.add_argument("--policy", required=True, help="policy JSON, inline or a file path")
     sim.add_argument("--error", default="RuntimeError", help="exception class name (default RuntimeError)")
-    sim.add_argument("--status", type=int, help="an HTTP status: simulates HttpError(status)")
+    sim.add_argument("--status", type=_status, help="an HTTP status: simulates HttpError(status)")
     sim.add_argument("--message", default="", help="the error message (for message_regex rules)")
     sim.add_argument("--retry-after", help="a Retry-After value the error carries (seconds or HTTP date)")
-    sim.add_argument("--seed", type=int, default=0, help="seed for the jitter (default 0)")
-    sim.add_argument("--max-attempts", type=int, default=50, help="stop after this many attempts")
+    sim.add_argument(
+        "--start",
+        type=_start,
+        help="time of the first failure, ISO-8601 UTC (default: now); HTTP dates count from it",
+    )
+    sim.add_argument(
+        "--fifo", choices=("ordered", "unordered"), help="the source is a FIFO queue in this order mode"
+    )
+    sim.add_argument(
+        "--retention", type=_retention, default=DEFAULT_RETENTION_SECONDS, help="source retention, seconds"
+    )
+    sim.add_argument(
+        "--no-scheduler", action="store_true", help="no schedule group configured: long waits hop"
+    )
+    sim.add_argument(
+        "--seed", type=_integer, default=0, help="jitter seed (default 0, a deployed consumer's)"
+    )
+    sim.add_argument("--message-id", default="simulated-message", help="the message id jitter is drawn for")
+    sim.add_argument("--max-attempts", type=_positive, default=50, help="stop after this many attempts")
     sim.set_defaults(func=cmd_simulate)

@@ -1,0 +1,437 @@
+"""An in-memory SQS / EventBridge Scheduler / DynamoDB world on a FrozenClock, fast enough for runs of
+tens of thousands of messages, with the semantics the consumer depends on:
+
+- SQS standard: per-message DelaySeconds (0..900), visibility timeouts (ChangeMessageVisibility
+  0..43200, from the call), ApproximateReceiveCount / SentTimestamp / ApproximateFirstReceiveTimestamp,
+  redrive to a DLQ when a receive would exceed maxReceiveCount, retention (a message older than it
+  is deleted wherever it is: recorded as *expired*, i.e. lost), at-least-once (optional duplicate
+  deliveries of the same message with a second receipt handle);
+- SQS FIFO: no per-message delay (refused like AWS), MessageGroupId required, deduplication for 5
+  minutes (content-based when the queue has it, else a MessageDeduplicationId is required), and the
+  group lock: while any message of a group is in flight, no message of that group is returned;
+- Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException; at() in the past,
+  a FIFO dead-letter queue, or a FIFO target without a MessageGroupId is a ValidationException; firing
+  sends the Input to the target queue and deletes the schedule (ActionAfterCompletion DELETE);
+- DynamoDB: the conditional PutItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem the
+  claims use.
+
+Clients are duck-typed like boto3's (the calls and the response shapes the consumer reads). Faults are
+injected by :class:`Faults` around them, not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+from serverless_retry.clock import FrozenClock
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+DEDUP_WINDOW_MS = 300_000
+
+
+def client_error(code: str, operation: str, message: str = "", status: int = 400) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": message or code}, "ResponseMetadata": {"HTTPStatusCode": status}},  # type: ignore[typeddict-item]
+        operation,
+    )
+
+
+@dataclass(slots=True)
+class Msg:
+    mid: str
+    body: str
+    attributes: dict[str, Any]
+    seq: int
+    sent_ms: int
+    available_ms: int  # delay end, or end of the current visibility timeout
+    group: str | None = None
+    receive_count: int = 0
+    first_receive_ms: int | None = None
+    receipts: set[str] = field(default_factory=set)
+    in_flight: bool = False
+
+
+class FakeQueue:
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        *,
+        visibility_timeout: int = 30,
+        retention_seconds: int = 345_600,
+        dlq: FakeQueue | None = None,
+        max_receive_count: int = 5,
+        content_based_dedup: bool = False,
+    ) -> None:
+        self.world = world
+        self.name = name
+        self.url = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        self.arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+        self.fifo = name.endswith(".fifo")
+        self.visibility_timeout = visibility_timeout
+        self.retention_ms = retention_seconds * 1000
+        self.dlq = dlq
+        self.max_receive_count = max_receive_count
+        self.content_based_dedup = content_based_dedup
+        self.messages: dict[str, Msg] = {}
+        self._heap: list[tuple[int, int, str]] = []
+        self._receipts: dict[str, str] = {}
+        self._dedup: dict[str, int] = {}
+        self.groups: dict[str, list[str]] = {}  # FIFO: group → message ids in order
+        self.expired: list[Msg] = []  # deleted by retention: lost
+        self.duplicate_rate = 0.0  # standard queues: chance a receive leaves the message visible
+
+    # -- sending ----------------------------------------------------------------------------------
+    def send(
+        self,
+        body: str,
+        *,
+        delay: int = 0,
+        attributes: dict[str, Any] | None = None,
+        group: str | None = None,
+        dedup: str | None = None,
+    ) -> str:
+        if not 0 <= delay <= 900:
+            raise client_error("InvalidParameterValue", "SendMessage", "DelaySeconds must be 0..900")
+        now = self.world.now_ms()
+        if self.fifo:
+            if delay:
+                raise client_error(
+                    "InvalidParameterValue", "SendMessage", "per-message DelaySeconds is not valid on FIFO"
+                )
+            if not group:
+                raise client_error("MissingParameter", "SendMessage", "MessageGroupId is required")
+            if dedup is None:
+                if not self.content_based_dedup:
+                    raise client_error("InvalidParameterValue", "SendMessage", "no deduplication id")
+                dedup = hashlib.sha256(body.encode()).hexdigest()
+            seen = self._dedup.get(dedup)
+            if seen is not None and now - seen < DEDUP_WINDOW_MS:
+                return f"dedup-{dedup[:12]}"  # accepted, not enqueued again
+            self._dedup[dedup] = now
+        elif group is not None:
+            raise client_error("InvalidParameterValue", "SendMessage", "MessageGroupId is for FIFO queues")
+        seq = next(self.world.seq)
+        mid = f"{self.name[:4]}-{seq:08d}"
+        msg = Msg(mid, body, dict(attributes or {}), seq, now, now + delay * 1000, group)
+        self.messages[mid] = msg
+        heapq.heappush(self._heap, (msg.available_ms, seq, mid))
+        if group is not None:
+            self.groups.setdefault(group, []).append(mid)
+        return mid
+
+    # -- receiving --------------------------------------------------------------------------------
+    def _drop(self, msg: Msg) -> None:
+        del self.messages[msg.mid]
+        for receipt in msg.receipts:
+            self._receipts.pop(receipt, None)
+        if msg.group is not None:
+            members = self.groups[msg.group]
+            members.remove(msg.mid)
+            if not members:
+                del self.groups[msg.group]
+
+    def _expire(self, msg: Msg, now: int) -> bool:
+        if now >= msg.sent_ms + self.retention_ms:
+            self._drop(msg)
+            self.expired.append(msg)
+            return True
+        return False
+
+    def _deliver(self, msg: Msg, now: int, out: list[dict[str, Any]]) -> None:
+        if self.dlq is not None and msg.receive_count >= self.max_receive_count:
+            self._drop(msg)  # SQS moves it instead of returning it, keeping its body and attributes
+            self.dlq.adopt(msg)
+            return
+        msg.receive_count += 1
+        if msg.first_receive_ms is None:
+            msg.first_receive_ms = now
+        receipt = f"rh-{next(self.world.seq)}"
+        msg.receipts.add(receipt)
+        self._receipts[receipt] = msg.mid
+        duplicate = not self.fifo and self.world.rng.random() < self.duplicate_rate
+        # A duplicate: the message stays receivable (by a later ReceiveMessage, never the same one).
+        msg.available_ms = now + 1 if duplicate else now + self.visibility_timeout * 1000
+        msg.in_flight = True
+        heapq.heappush(self._heap, (msg.available_ms, msg.seq, msg.mid))
+        out.append(self.record(msg, receipt))
+
+    def adopt(self, msg: Msg) -> None:
+        """A message moved here by redrive (keeps its id, body and SentTimestamp)."""
+        fresh = Msg(
+            msg.mid,
+            msg.body,
+            msg.attributes,
+            next(self.world.seq),
+            msg.sent_ms,
+            self.world.now_ms(),
+            msg.group,
+        )
+        self.messages[fresh.mid] = fresh
+        heapq.heappush(self._heap, (fresh.available_ms, fresh.seq, fresh.mid))
+        if fresh.group is not None:
+            self.groups.setdefault(fresh.group, []).append(fresh.mid)
+
+    def receive(self, limit: int = 10) -> list[dict[str, Any]]:
+        now = self.world.now_ms()
+        out: list[dict[str, Any]] = []
+        if self.fifo:
+            self._receive_fifo(now, limit, out)
+            return out
+        while self._heap and len(out) < limit and self._heap[0][0] <= now:
+            available, _, mid = heapq.heappop(self._heap)
+            msg = self.messages.get(mid)
+            if msg is None or msg.available_ms != available or self._expire(msg, now):
+                continue  # a stale entry, or the message expired
+            self._deliver(msg, now, out)
+        return out
+
+    def _receive_fifo(self, now: int, limit: int, out: list[dict[str, Any]]) -> None:
+        # Clean due heap entries (expiry), then serve groups with nothing in flight, in order.
+        while self._heap and self._heap[0][0] <= now:
+            available, _, mid = heapq.heappop(self._heap)
+            msg = self.messages.get(mid)
+            if msg is not None and msg.available_ms == available and not self._expire(msg, now):
+                msg.in_flight = False
+        for group in sorted(self.groups, key=lambda g: self.messages[self.groups[g][0]].seq):
+            members = [self.messages[m] for m in self.groups.get(group, [])]
+            if any(m.in_flight and m.available_ms > now for m in members):
+                continue  # the group lock
+            for msg in members:
+                if len(out) >= limit:
+                    return
+                if self._expire(msg, now):
+                    continue
+                self._deliver(msg, now, out)
+
+    def record(self, msg: Msg, receipt: str) -> dict[str, Any]:
+        """The Lambda event record an event source mapping builds."""
+        attributes = {
+            "ApproximateReceiveCount": str(msg.receive_count),
+            "SentTimestamp": str(msg.sent_ms),
+            "SenderId": "AIDAFAKE",
+            "ApproximateFirstReceiveTimestamp": str(msg.first_receive_ms),
+        }
+        if msg.group is not None:
+            attributes["MessageGroupId"] = msg.group
+            attributes["SequenceNumber"] = str(msg.seq).zfill(20)
+        return {
+            "messageId": msg.mid,
+            "receiptHandle": receipt,
+            "body": msg.body,
+            "attributes": attributes,
+            "messageAttributes": {
+                name: {"dataType": a["DataType"], "stringValue": a.get("StringValue", "")}
+                for name, a in msg.attributes.items()
+            },
+            "md5OfBody": hashlib.md5(msg.body.encode()).hexdigest(),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.arn,
+            "awsRegion": REGION,
+        }
+
+    # -- settling ---------------------------------------------------------------------------------
+    def delete(self, receipt: str) -> None:
+        mid = self._receipts.get(receipt)
+        if mid is not None and mid in self.messages:
+            self._drop(self.messages[mid])
+
+    def change_visibility(self, receipt: str, timeout: int) -> None:
+        if not 0 <= timeout <= 43_200:
+            raise client_error("InvalidParameterValue", "ChangeMessageVisibility", "0..43200")
+        mid = self._receipts.get(receipt)
+        msg = self.messages.get(mid) if mid is not None else None
+        now = self.world.now_ms()
+        if msg is None or not msg.in_flight or msg.available_ms <= now:
+            raise client_error("MessageNotInflight", "ChangeMessageVisibility")
+        msg.available_ms = now + timeout * 1000
+        heapq.heappush(self._heap, (msg.available_ms, msg.seq, msg.mid))
+
+    def next_event_ms(self) -> int | None:
+        while self._heap:
+            available, _, mid = self._heap[0]
+            msg = self.messages.get(mid)
+            if msg is not None and msg.available_ms == available:
+                return available
+            heapq.heappop(self._heap)
+        return None
+
+    def bodies(self) -> Iterator[Msg]:
+        return iter(list(self.messages.values()))
+
+
+class FakeSqsClient:
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        queue = self.world.by_url[QueueUrl]
+        if not 1 <= len(Entries) <= 10:
+            raise client_error("AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "SendMessageBatch")
+        ok, failed = [], []
+        for entry in Entries:
+            try:
+                mid = queue.send(
+                    entry["MessageBody"],
+                    delay=entry.get("DelaySeconds", 0),
+                    attributes=entry.get("MessageAttributes"),
+                    group=entry.get("MessageGroupId"),
+                    dedup=entry.get("MessageDeduplicationId"),
+                )
+            except ClientError as exc:
+                failed.append({"Id": entry["Id"], "SenderFault": True, "Code": exc.response["Error"]["Code"]})
+            else:
+                ok.append({"Id": entry["Id"], "MessageId": mid})
+        return {"Successful": ok, "Failed": failed}
+
+    def change_message_visibility_batch(
+        self, *, QueueUrl: str, Entries: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        queue = self.world.by_url[QueueUrl]
+        ok, failed = [], []
+        for entry in Entries:
+            try:
+                queue.change_visibility(entry["ReceiptHandle"], entry["VisibilityTimeout"])
+            except ClientError as exc:
+                failed.append({"Id": entry["Id"], "SenderFault": True, "Code": exc.response["Error"]["Code"]})
+            else:
+                ok.append({"Id": entry["Id"]})
+        return {"Successful": ok, "Failed": failed}
+
+
+_AT = re.compile(r"at\((\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\)")
+
+
+@dataclass
+class Schedule:
+    name: str
+    due_ms: int
+    target: dict[str, Any]
+
+
+class FakeSchedulerClient:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.schedules: dict[str, Schedule] = {}
+        self.created = 0
+
+    def create_schedule(self, **params: Any) -> dict[str, Any]:
+        name = params["Name"]
+        if name in self.schedules:
+            raise client_error("ConflictException", "CreateSchedule", f"Schedule {name} already exists.", 409)
+        match = _AT.fullmatch(params["ScheduleExpression"])
+        if match is None:
+            raise client_error("ValidationException", "CreateSchedule", "not an at() expression")
+        due = datetime.fromisoformat(match[1]).replace(tzinfo=UTC)
+        due_ms = int(due.timestamp() * 1000)
+        if due_ms < self.world.now_ms():
+            raise client_error("ValidationException", "CreateSchedule", "at() is in the past")
+        target = params["Target"]
+        if target["DeadLetterConfig"]["Arn"].endswith(".fifo"):
+            raise client_error("ValidationException", "CreateSchedule", "a FIFO queue cannot be a DLQ here")
+        queue = self.world.by_arn[target["Arn"]]
+        if queue.fifo and not target.get("SqsParameters", {}).get("MessageGroupId"):
+            raise client_error("ValidationException", "CreateSchedule", "FIFO target needs MessageGroupId")
+        if params.get("ActionAfterCompletion") != "DELETE":
+            raise AssertionError("retry schedules delete themselves")
+        self.schedules[name] = Schedule(name, due_ms, target)
+        self.created += 1
+        return {"ScheduleArn": f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/{params['GroupName']}/{name}"}
+
+    def fire_due(self) -> int:
+        """Send each due schedule's Input to its target and delete the schedule (what AWS does)."""
+        now = self.world.now_ms()
+        fired = 0
+        for schedule in [s for s in self.schedules.values() if s.due_ms <= now]:
+            queue = self.world.by_arn[schedule.target["Arn"]]
+            group = schedule.target.get("SqsParameters", {}).get("MessageGroupId")
+            queue.send(schedule.target["Input"], group=group)  # a FIFO target needs content-based dedup
+            del self.schedules[schedule.name]
+            fired += 1
+        return fired
+
+    def next_event_ms(self) -> int | None:
+        return min((s.due_ms for s in self.schedules.values()), default=None)
+
+
+class FakeDynamoDBClient:
+    """The two calls serverless_retry.claims makes, with their conditions interpreted."""
+
+    CLAIM = "attribute_not_exists(#id) OR (#owner = :owner AND #state = :taken)"
+    FINAL = "#owner = :owner"
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+
+    def put_item(self, **params: Any) -> dict[str, Any]:
+        condition = params["ConditionExpression"]
+        item = params["Item"]
+        key = item["id"]["S"]
+        held = self.items.get(key)
+        values = params["ExpressionAttributeValues"]
+        if condition == self.CLAIM:
+            ok = held is None or (held["owner"] == values[":owner"] and held["state"] == values[":taken"])
+        elif condition == self.FINAL:
+            ok = held is not None and held["owner"] == values[":owner"]
+        else:
+            raise AssertionError(f"condition not modelled: {condition}")
+        if not ok:
+            error = client_error("ConditionalCheckFailedException", "PutItem")
+            if params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and held is not None:
+                error.response["Item"] = dict(held)  # type: ignore[typeddict-unknown-key]
+            raise error
+        self.items[key] = dict(item)
+        if params.get("ReturnValues") == "ALL_OLD" and held is not None:
+            return {"Attributes": dict(held)}
+        return {}
+
+    def batch_write_item(self, *, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        [(_, requests)] = RequestItems.items()
+        if len(requests) > 25:
+            raise client_error("ValidationException", "BatchWriteItem", "too many items")
+        for request in requests:
+            item = request["PutRequest"]["Item"]
+            self.items[item["id"]["S"]] = dict(item)
+        return {"UnprocessedItems": {}}
+
+
+class World:
+    """Queues, a scheduler and a table sharing one FrozenClock."""
+
+    def __init__(self, clock: FrozenClock, rng: Any) -> None:
+        self.clock = clock
+        self.rng = rng
+        self.seq = itertools.count(1)
+        self.by_url: dict[str, FakeQueue] = {}
+        self.by_arn: dict[str, FakeQueue] = {}
+        self.sqs = FakeSqsClient(self)
+        self.scheduler = FakeSchedulerClient(self)
+        self.dynamodb = FakeDynamoDBClient()
+
+    def now_ms(self) -> int:
+        return int(self.clock.now().timestamp() * 1000)
+
+    def queue(self, name: str, **kwargs: Any) -> FakeQueue:
+        queue = FakeQueue(self, name, **kwargs)
+        self.by_url[queue.url] = queue
+        self.by_arn[queue.arn] = queue
+        return queue
+
+
+def envelope_meta(body: str) -> dict[str, Any] | None:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    meta = document.get("serverless_retry") if isinstance(document, dict) else None
+    return meta if isinstance(meta, dict) else None
