@@ -51,7 +51,9 @@ def print_table(
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(str(c) for c in row))
-    Console(file=out, soft_wrap=False).print(table)
+    # Not a terminal (a pipe, a file): no width to fit, so no folded cells either.
+    width = None if out.isatty() else 240
+    Console(file=out, soft_wrap=False, width=width).print(table)
 
 
 class Progress:
