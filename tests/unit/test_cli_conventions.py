@@ -60,7 +60,7 @@ def test_top_level_help_documents_exit_codes(capsys: pytest.CaptureFixture[str])
 
 
 def test_a_missing_policy_file_says_so(tmp_path: Path) -> None:
-    with pytest.raises(PolicyFileError, match="no such file: .*nope.json"):
+    with pytest.raises(PolicyFileError, match=r"no such file: .*nope\.json"):
         read_policy_text(str(tmp_path / "nope.json"))
     with pytest.raises(PolicyFileError, match="is a directory"):
         read_policy_text(str(tmp_path))
