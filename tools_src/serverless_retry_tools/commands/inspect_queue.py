@@ -86,8 +86,7 @@ def _as_json(inspection: Inspection, bodies: bool) -> dict[str, Any]:
 
 def _counts(title: str, counts: Counter[str] | dict[str, int]) -> None:
     items = counts.most_common() if isinstance(counts, Counter) else list(counts.items())
-    print_table(title, [title.rsplit(" by ", maxsplit=1)[-1], "messages"], [(name, n) for name, n in items])
-    print()
+    print(f"{title + ':':<15}" + ", ".join(f"{name} {n}" for name, n in items))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -115,6 +114,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         _counts("by source", inspection.by_source)
         _counts("by origin", inspection.by_origin)
         _counts("by age", {k: v for k, v in inspection.by_age.items() if v})
+        print()
         rows = [
             (
                 _age(m.age_seconds(inspection.now)),
