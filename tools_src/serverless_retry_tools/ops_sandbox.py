@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # The consumer's logs and metrics go to stderr: stdout is for the assignments only (eval-able).
     with contextlib.redirect_stdout(sys.stderr):
-        sandbox = seed(boto3.client("sqs"), prefix=args.prefix)
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        sandbox = seed(boto3.client("sqs", region_name=region), prefix=args.prefix)
     print(f"QUEUE_URL={sandbox.queue_url}")
     print(f"DLQ_URL={sandbox.dlq_url}")
     print(f"EXHAUSTED_URL={sandbox.exhausted_url}")

@@ -129,8 +129,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             for m in inspection.oldest
         ]
         columns = ["age", "id", "outcome", "attempt", "error type", "reason", "last error"]
-        print_table(f"oldest {len(rows)}", columns + (["body"] if args.bodies else []), rows)
-        print()
+        if rows:
+            print_table(f"oldest {len(rows)}", columns + (["body"] if args.bodies else []), rows)
+            print()
     if inspection.not_released:
         print(
             f"{len(inspection.not_released)} message(s) could not be released now; they are visible again "
