@@ -23,7 +23,9 @@ def live() -> Iterator[World]:
         yield make_world(boto3.client("sqs", region_name="us-east-1"), FrozenClock())
 
 
-@pytest.mark.parametrize(("rate", "count"), [(20.0, 25), (50.0, 40)])
+# Rates the in-process emulator keeps up with even on a loaded shared machine (at 50/s a send must
+# take under 20 ms: under a load of 12 on 2 cores it did not); the rate is an upper bound, never exceeded.
+@pytest.mark.parametrize(("rate", "count"), [(5.0, 12), (10.0, 21), (20.0, 31)])
 def test_rate_is_honoured_within_20_percent(live: World, rate: float, count: int) -> None:
     for i in range(count):
         live.final(f"m{i}", TimeoutError("t"))

@@ -21,7 +21,8 @@ Each command's --help shows examples. Tables and progress bars use rich when it 
 
 exit status:
   0  ok
-  1  partial failure: some messages failed or a run stopped early (nothing is lost), or an AWS error
+  1  partial failure: some messages failed or a run stopped early (nothing is lost), an AWS error,
+     or the output pipe closed early (e.g. | head)
   2  usage error: a nonsense argument, an invalid policy, a missing policy file
 """
 
