@@ -1,8 +1,15 @@
-"""Build dist/serverless-retry.zip for the python3.12 Lambda runtime, byte-for-byte reproducible.
+"""Build dist/serverless-retry.zip for every Lambda runtime the consumer module allows, byte-for-byte
+reproducible.
+
+One zip serves python3.11, 3.12 and 3.13 on arm64 and x86_64: the runtime dependencies are installed
+once per (Python version, architecture) from manylinux wheels that the runtime's OS can load, and the
+installs are merged. Pure files are the same in every install; compiled extensions carry the version
+and architecture in their file names (``_re2.cpython-312-aarch64-linux-gnu.so``), so they sit side by
+side. Any other file that differs between installs is a conflict and stops the build.
 
 Reproducible means: the same sources and pinned requirements give the same sha256. So entries are
 sorted, every timestamp is fixed, permissions are normalised, and caches (__pycache__, *.pyc) and
-pip's per-install files (INSTALLER, direct_url.json) are left out.
+pip's per-install files (INSTALLER, direct_url.json, RECORD) are left out.
 """
 
 from __future__ import annotations
@@ -19,18 +26,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 SKIP_DIRS = {"__pycache__"}
-SKIP_FILES = {"INSTALLER", "direct_url.json", "REQUESTED"}
+# pip's bookkeeping for one install: RECORD lists one platform's files and hashes, so it would be wrong
+# for the merged tree (nothing at run time reads it).
+SKIP_FILES = {"INSTALLER", "direct_url.json", "REQUESTED", "RECORD"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 
+# The runtimes modules/consumer accepts, each with the newest glibc minor its OS has: python3.11 runs
+# on Amazon Linux 2 (glibc 2.26), python3.12 and python3.13 on Amazon Linux 2023 (glibc 2.34).
+RUNTIMES = {"3.11": 26, "3.12": 34, "3.13": 34}
+# Lambda's arm64 and x86_64, by the names wheels use.
+ARCHITECTURES = ("aarch64", "x86_64")
 
-def install_runtime_deps(requirements: Path, cache: Path) -> Path:
-    """pip install the pinned runtime requirements once per requirements hash."""
+
+def platform_tags(arch: str, glibc_minor: int) -> list[str]:
+    """Every manylinux tag a system with glibc 2.<glibc_minor> loads, newest first: pip's --platform
+    takes tags literally, it does not widen manylinux_2_34 to the older tags that also run there."""
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(glibc_minor, 16, -1)]
+    return [*tags, f"manylinux2014_{arch}"]
+
+
+def install_runtime_deps(requirements: Path, cache: Path, python: str, arch: str) -> Path:
+    """pip install the pinned runtime requirements for one runtime, once per requirements hash."""
     digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
-    target = cache / f"deps-{digest}"
+    target = cache / f"deps-{digest}" / f"cp{python.replace('.', '')}-{arch}"
     if (target / ".complete").exists():
         return target
     if target.exists():
         shutil.rmtree(target)
+    platforms = [arg for tag in platform_tags(arch, RUNTIMES[python]) for arg in ("--platform", tag)]
     subprocess.run(
         [
             sys.executable,
@@ -44,14 +67,11 @@ def install_runtime_deps(requirements: Path, cache: Path) -> Path:
             "--target",
             str(target),
             # Wheels for the Lambda runtime, not for this machine.
-            "--platform",
-            "manylinux2014_x86_64",
-            "--platform",
-            "manylinux2014_aarch64",
+            *platforms,
             "--implementation",
             "cp",
             "--python-version",
-            "3.12",
+            python,
             "--only-binary=:all:",
             "-r",
             str(requirements),
@@ -75,31 +95,72 @@ def iter_files(base: Path, prefix: str = "") -> list[tuple[str, Path]]:
     return out
 
 
-def write_zip(entries: list[tuple[str, Path]], out: Path) -> None:
+def merge_wheel_metadata(arc: str, first: bytes, second: bytes) -> bytes:
+    """Two installs' ``*.dist-info/WHEEL`` files: the same but for their ``Tag:`` lines, which name the
+    platform each install came from. The merged tree is valid for all of those tags."""
+    head_a = [line for line in first.decode().splitlines() if line and not line.startswith("Tag:")]
+    head_b = [line for line in second.decode().splitlines() if line and not line.startswith("Tag:")]
+    if head_a != head_b:
+        raise SystemExit(f"conflicting zip entry {arc}: the installs disagree beyond their Tag lines")
+    tags = {
+        line for text in (first, second) for line in text.decode().splitlines() if line.startswith("Tag:")
+    }
+    return "\n".join([*head_a, *sorted(tags)]).encode() + b"\n"
+
+
+def merge_installs(installs: dict[str, Path]) -> dict[str, bytes]:
+    """One tree from several per-runtime installs. A path present in several installs must hold the
+    same bytes in each (WHEEL metadata aside); otherwise the build stops, naming the path."""
+    merged: dict[str, bytes] = {}
+    origin: dict[str, str] = {}
+    for label, base in sorted(installs.items()):
+        for arc, path in iter_files(base):
+            if arc.startswith("bin/"):
+                continue  # pip's console scripts (e.g. jmespath's jp.py) cannot run in Lambda
+            data = path.read_bytes()
+            if arc not in merged:
+                merged[arc], origin[arc] = data, label
+            elif merged[arc] != data:
+                if arc.endswith(".dist-info/WHEEL"):
+                    merged[arc] = merge_wheel_metadata(arc, merged[arc], data)
+                else:
+                    raise SystemExit(
+                        f"conflicting zip entry {arc}: {origin[arc]} and {label} install different files"
+                    )
+    return merged
+
+
+def write_zip(entries: dict[str, bytes], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for arc, path in sorted(entries):
+        for arc in sorted(entries):
             info = zipfile.ZipInfo(arc, date_time=FIXED_TIME)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             info.create_system = 3  # unix, whatever builds it
-            zf.writestr(info, path.read_bytes())
+            zf.writestr(info, entries[arc])
     tmp.replace(out)
 
 
 def build(out: Path, extra: list[Path]) -> str:
-    deps = install_runtime_deps(ROOT / "requirements" / "runtime.txt", ROOT / "build" / "package")
-    # pip's console scripts (bin/, e.g. jmespath's jp.py) cannot run in Lambda: only importable code goes.
-    entries = [(arc, path) for arc, path in iter_files(deps) if not arc.startswith("bin/")]
-    entries += iter_files(ROOT / "lambda_src" / "serverless_retry", "serverless_retry/")
+    requirements = ROOT / "requirements" / "runtime.txt"
+    cache = ROOT / "build" / "package"
+    installs = {
+        f"python{python}/{arch}": install_runtime_deps(requirements, cache, python, arch)
+        for python in RUNTIMES
+        for arch in ARCHITECTURES
+    }
+    entries = merge_installs(installs)
+    ours = iter_files(ROOT / "lambda_src" / "serverless_retry", "serverless_retry/")
     for path in extra:
         # Extra user code (an example's processor): files go to the zip root, packages keep their name.
-        if path.is_dir():
-            entries += iter_files(path, path.name + "/")
-        else:
-            entries.append((path.name, path))
-    names = [a for a, _ in entries]
+        ours += iter_files(path, path.name + "/") if path.is_dir() else [(path.name, path)]
+    for arc, path in ours:
+        if arc in entries:
+            raise SystemExit(f"duplicate zip entry {arc}: it is both a dependency's file and ours")
+        entries[arc] = path.read_bytes()
+    names = [arc for arc, _ in ours]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise SystemExit(f"duplicate zip entries: {sorted(dupes)}")

@@ -25,6 +25,7 @@ __all__ = [
     "ENV_CLOCK_EPOCH",
     "ENV_CLOCK_SCALE",
     "ENV_DLQ_ARN",
+    "ENV_EXHAUSTED_MAX_MESSAGE_BYTES",
     "ENV_EXHAUSTED_QUEUE_URL",
     "ENV_IDEMPOTENCY_TABLE",
     "ENV_MAX_MESSAGE_BYTES",
@@ -49,6 +50,7 @@ ENV_DLQ_ARN = "SERVERLESS_RETRY_DLQ_ARN"
 ENV_SCHEDULE_GROUP = "SERVERLESS_RETRY_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"
 ENV_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_MAX_MESSAGE_BYTES"
+ENV_EXHAUSTED_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"
 ENV_CLOCK_SCALE = "SERVERLESS_RETRY_CLOCK_SCALE"
 ENV_CLOCK_EPOCH = "SERVERLESS_RETRY_CLOCK_EPOCH"
 ENV_IDEMPOTENCY_TABLE = "SERVERLESS_RETRY_IDEMPOTENCY_TABLE"
@@ -80,6 +82,13 @@ class QueueTargets:
     schedule_group: str | None = None
     scheduler_role_arn: str | None = None
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # The retry-exhausted queue's maximum message size; 0 means the same as the source's. It should be
+    # at least max_message_bytes + terminal.FRAME_OVERHEAD_BYTES, so every final copy carries its reason.
+    exhausted_max_message_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.exhausted_max_message_bytes:
+            object.__setattr__(self, "exhausted_max_message_bytes", self.max_message_bytes)
 
     @property
     def source_is_fifo(self) -> bool:
@@ -124,8 +133,16 @@ class ConsumerSettings:
             dlq_arn=dlq_arn,
             schedule_group=_optional(env, ENV_SCHEDULE_GROUP),
             scheduler_role_arn=_optional(env, ENV_SCHEDULER_ROLE_ARN),
-            max_message_bytes=_max_bytes(env),
+            max_message_bytes=_max_bytes(env, ENV_MAX_MESSAGE_BYTES) or DEFAULT_MAX_MESSAGE_BYTES,
+            exhausted_max_message_bytes=_max_bytes(env, ENV_EXHAUSTED_MAX_MESSAGE_BYTES),
         )
+        if targets.exhausted_max_message_bytes < targets.max_message_bytes:
+            raise ConfigError(
+                ENV_EXHAUSTED_MAX_MESSAGE_BYTES,
+                f"must be at least {ENV_MAX_MESSAGE_BYTES} ({targets.max_message_bytes}): the "
+                f"retry-exhausted queue takes the source's messages plus their outcome and reason, "
+                f"got {targets.exhausted_max_message_bytes}",
+            )
         if targets.schedule_group is not None and not _SCHEDULE_GROUP.match(targets.schedule_group):
             raise ConfigError(ENV_SCHEDULE_GROUP, "must be 1-64 characters of 0-9 A-Z a-z - _ .")
         if targets.scheduler_role_arn is not None and not _ROLE_ARN.match(targets.scheduler_role_arn):
@@ -229,19 +246,17 @@ def _queue_url(env: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _max_bytes(env: Mapping[str, str]) -> int:
-    raw = _optional(env, ENV_MAX_MESSAGE_BYTES)
+def _max_bytes(env: Mapping[str, str], name: str) -> int:
+    """A queue's maximum message size; 0 when unset (QueueTargets fills in the default)."""
+    raw = _optional(env, name)
     if raw is None:
-        return DEFAULT_MAX_MESSAGE_BYTES
+        return 0
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(ENV_MAX_MESSAGE_BYTES, f"must be an integer, got {raw!r}") from None
+        raise ConfigError(name, f"must be an integer, got {raw!r}") from None
     if not _MIN_MESSAGE_BYTES <= value <= _MAX_MESSAGE_BYTES:
-        raise ConfigError(
-            ENV_MAX_MESSAGE_BYTES,
-            f"must be between {_MIN_MESSAGE_BYTES} and {_MAX_MESSAGE_BYTES}, got {value}",
-        )
+        raise ConfigError(name, f"must be between {_MIN_MESSAGE_BYTES} and {_MAX_MESSAGE_BYTES}, got {value}")
     return value
 
 

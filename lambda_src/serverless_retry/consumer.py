@@ -336,7 +336,7 @@ class RetryingConsumer:
             error=error,
             reason=reason,
             traceback_text=short_traceback(error) if error is not None else "",
-            max_bytes=self.targets.max_message_bytes,
+            max_bytes=self.targets.exhausted_max_message_bytes,
         )
         message_id: str = record["messageId"]
         context = incoming.context

@@ -13,24 +13,15 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.config import QueueTargets
-from serverless_retry.envelope import (
-    ENVELOPE_KEY,
-    Incoming,
-    MessageAttribute,
-    Outcome,
-    compact_meta,
-    encode,
-    final_envelope,
-    fits,
-    sqs_message_size,
-)
+from serverless_retry.envelope import MessageAttribute, sqs_message_size
+from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler.type_defs import TargetTypeDef
@@ -52,14 +43,11 @@ __all__ = [
 ]
 
 SQS_BATCH_MAX_ENTRIES = 10
-SQS_MAX_MESSAGE_ATTRIBUTES = 10
 # A SendMessageBatch's bodies together may not exceed the service's message size limit (256 KiB
 # before 2025, 1 MiB since); a queue configured above 256 KiB implies the larger limit.
 _LEGACY_BATCH_BYTES = 262_144
 # Scheduler keeps retrying a failed delivery to SQS for up to a day, then dead-letters the envelope.
 SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}
-
-FinalForm = Literal["envelope", "original+meta", "original"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,39 +84,6 @@ def at_expression(due: datetime) -> str:
     if due.microsecond:
         due = due.replace(microsecond=0) + timedelta(seconds=1)
     return f"at({due:%Y-%m-%dT%H:%M:%S})"
-
-
-def final_message(
-    incoming: Incoming,
-    outcome: Outcome,
-    *,
-    now: datetime,
-    error: BaseException | None,
-    reason: str,
-    traceback_text: str,
-    max_bytes: int,
-) -> tuple[str, dict[str, MessageAttribute], FinalForm]:
-    """What to send to the retry-exhausted queue, never truncating anything.
-
-    1. the final envelope (body, attributes, history, outcome, reason, error) if it fits;
-    2. else the original body verbatim with the compact meta in a ``serverless_retry`` attribute;
-    3. else the original body and attributes verbatim (they came through a queue, so they fit).
-    """
-    body = encode(
-        final_envelope(incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text)
-    )
-    if fits(body, max_bytes):
-        return body, {}, "envelope"
-    attributes = incoming.attributes
-    if ENVELOPE_KEY not in attributes and len(attributes) < SQS_MAX_MESSAGE_ATTRIBUTES:
-        meta = compact_meta(incoming, outcome, now=now, reason=reason, error=error)
-        with_meta: dict[str, MessageAttribute] = {
-            **attributes,
-            ENVELOPE_KEY: {"DataType": "String", "StringValue": meta},
-        }
-        if fits(incoming.body, max_bytes, with_meta):
-            return incoming.body, with_meta, "original+meta"
-    return incoming.body, dict(attributes), "original"
 
 
 def dedup_id(*parts: object) -> str:

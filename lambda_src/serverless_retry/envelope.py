@@ -34,8 +34,8 @@ __all__ = [
     "RetryContext",
     "RetryMeta",
     "attributes_from_record",
-    "compact_meta",
     "encode",
+    "error_text",
     "final_envelope",
     "fits",
     "format_time",
@@ -43,6 +43,7 @@ __all__ = [
     "parse_time",
     "schedule_name",
     "sqs_message_size",
+    "sqs_text",
     "unwrap",
 ]
 
@@ -50,7 +51,6 @@ ENVELOPE_KEY = "serverless_retry"
 VERSION = 1
 HISTORY_LIMIT = 10
 ERROR_TEXT_LIMIT = 512
-COMPACT_TEXT_LIMIT = 256  # compact_meta travels in a message attribute: keep it small
 TRACEBACK_LIMIT = 2048  # "a short traceback": its tail, where the failing frame is
 MAX_ATTEMPT = MAX_ATTEMPTS_LIMIT  # 10_000; larger is "absurd" → invalid
 SCHEDULE_NAME_LIMIT = 64
@@ -200,6 +200,23 @@ _HISTORY_KEYS = ("at", "error_type", "error", "delay_seconds", "transport")
 _META_KEYS = ("v", "id", "attempt", "first_failed_at", "source", "history")
 _FINAL_KEYS = ("outcome", "reason", "final_error", "exhausted_at")
 _DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
+# SQS's rules for what a message may hold. A v1 envelope carries a body and attributes that came
+# through SQS, so one that breaks them was not written by us, and could not be sent on as it is.
+SQS_MAX_ATTRIBUTES = 10
+_UNSENDABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Inside JSON text every control character is escaped, so only these stay unsendable there.
+_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+_RESERVED_PREFIX = re.compile(r"(aws|amazon)\.", re.IGNORECASE)
+_NAME_LIMIT = 256
+
+
+def _sendable(text: str, path: str, *, in_json: bool = False) -> str:
+    """``text`` when SQS can carry it: as it is (a body, an attribute), or inside JSON text."""
+    bad = (_UNENCODABLE if in_json else _UNSENDABLE).search(text)
+    if bad is not None:
+        raise _Invalid(path, f"holds {bad.group()!r} at {bad.start()}, a character SQS does not carry")
+    return text
 
 
 def _history(value: object, path: str) -> list[HistoryEntry]:
@@ -212,17 +229,18 @@ def _history(value: object, path: str) -> list[HistoryEntry]:
         where = f"{path}[{i}]"
         entry = _object(item, where, _HISTORY_KEYS)
         _timestamp(entry["at"], f"{where}.at")
-        _string(entry["error_type"], f"{where}.error_type")
-        _string(entry["error"], f"{where}.error")
+        for key in ("error_type", "error", "transport"):
+            _sendable(_string(entry[key], f"{where}.{key}"), f"{where}.{key}", in_json=True)
         _integer(entry["delay_seconds"], f"{where}.delay_seconds", minimum=0)
-        _string(entry["transport"], f"{where}.transport")
         out.append(cast(HistoryEntry, dict(entry)))
     return out
 
 
 def _attribute(value: object, path: str) -> MessageAttribute:
     attr = _object(value, path, ("DataType",), ("StringValue", "BinaryValue"))
-    data_type = _string(attr["DataType"], f"{path}.DataType", non_empty=True)
+    data_type = _sendable(_string(attr["DataType"], f"{path}.DataType", non_empty=True), f"{path}.DataType")
+    if len(data_type) > _NAME_LIMIT:
+        raise _Invalid(f"{path}.DataType", f"is longer than SQS's {_NAME_LIMIT} characters")
     if not _DATA_TYPE.fullmatch(data_type):
         raise _Invalid(
             f"{path}.DataType",
@@ -234,22 +252,36 @@ def _attribute(value: object, path: str) -> MessageAttribute:
         raise _Invalid(f"{path}.{other}", f"does not go with DataType {_show(data_type)}")
     if wanted not in attr:
         raise _Invalid(f"{path}.{wanted}", "missing")
-    text = _string(attr[wanted], f"{path}.{wanted}")
+    text = _string(attr[wanted], f"{path}.{wanted}", non_empty=True)
     if binary:
         try:
             base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
             raise _Invalid(f"{path}.BinaryValue", "must be base64 text") from None
+    else:
+        _sendable(text, f"{path}.StringValue")
     return cast(MessageAttribute, {"DataType": data_type, wanted: text})
 
 
 def _attributes(value: object, path: str) -> dict[str, MessageAttribute]:
     if not isinstance(value, dict):
         raise _Invalid(path, f"must be an object, got {json_kind(value)}")
+    if len(value) > SQS_MAX_ATTRIBUTES:
+        raise _Invalid(path, f"has {len(value)} attributes, more than SQS's {SQS_MAX_ATTRIBUTES}")
     out: dict[str, MessageAttribute] = {}
     for name, attr in value.items():
         if not name:
             raise _Invalid(path, "an attribute name must not be empty")
+        if (
+            len(name) > _NAME_LIMIT
+            or not _ATTRIBUTE_NAME.fullmatch(name)
+            or _RESERVED_PREFIX.match(name) is not None
+        ):
+            raise _Invalid(
+                f"{path}.{_show(name, 40)}",
+                f"is not an SQS attribute name (up to {_NAME_LIMIT} of A-Z a-z 0-9 _ - ., no leading, "
+                "trailing or double dot, no AWS./Amazon. prefix)",
+            )
         out[name] = _attribute(attr, f"{path}.{name}")
     return out
 
@@ -270,12 +302,16 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
         raise _Invalid(
             f"{ENVELOPE_KEY}.v", f"unsupported version {_show(version)} (this consumer reads v{VERSION})"
         )
-    envelope_id = _string(meta["id"], f"{ENVELOPE_KEY}.id", non_empty=True)
+    envelope_id = _sendable(
+        _string(meta["id"], f"{ENVELOPE_KEY}.id", non_empty=True), f"{ENVELOPE_KEY}.id", in_json=True
+    )
     attempt = _integer(meta["attempt"], f"{ENVELOPE_KEY}.attempt", minimum=1, maximum=MAX_ATTEMPT)
     first_failed_at = _timestamp(meta["first_failed_at"], f"{ENVELOPE_KEY}.first_failed_at")
-    source = _string(meta["source"], f"{ENVELOPE_KEY}.source")
+    source = _sendable(
+        _string(meta["source"], f"{ENVELOPE_KEY}.source"), f"{ENVELOPE_KEY}.source", in_json=True
+    )
     history = _history(meta["history"], f"{ENVELOPE_KEY}.history")
-    body = _string(top["body"], "body")
+    body = _sendable(_string(top["body"], "body"), "body")
     attributes = _attributes(top["attributes"], "attributes")
     parsed: RetryMeta = {
         "v": VERSION,
@@ -374,10 +410,19 @@ def unwrap(
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit]
+    """``text`` cut to ``limit`` characters and made sendable (see sqs_text)."""
+    return sqs_text(text if len(text) <= limit else text[:limit])
 
 
-def _error_text(error: BaseException) -> str:
+def sqs_text(text: str) -> str:
+    """``text`` with the characters SQS refuses and JSON leaves as they are (lone surrogates, U+FFFE,
+    U+FFFF) replaced by U+FFFD. For texts we write (error messages, reasons, tracebacks): an error's
+    message may hold anything, and one that SQS refuses would make its retry or final copy unsendable."""
+    return text if text.isascii() else _UNENCODABLE.sub("\ufffd", text)
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, or a placeholder when that raises."""
     try:
         return str(error)
     except Exception:
@@ -394,8 +439,8 @@ def next_envelope(incoming: Incoming, decision: Decision, error: BaseException, 
     context = incoming.context
     entry: HistoryEntry = {
         "at": format_time(now),
-        "error_type": type(error).__name__,
-        "error": _cut(_error_text(error), ERROR_TEXT_LIMIT),
+        "error_type": sqs_text(type(error).__name__),
+        "error": _cut(error_text(error), ERROR_TEXT_LIMIT),
         "delay_seconds": decision.delay_seconds,
         "transport": decision.transport or "",
     }
@@ -440,10 +485,10 @@ def final_envelope(
         "exhausted_at": format_time(now),
     }
     if error is not None:
-        tail = traceback_text[-TRACEBACK_LIMIT:] if traceback_text else ""
+        tail = sqs_text(traceback_text[-TRACEBACK_LIMIT:]) if traceback_text else ""
         meta["final_error"] = {
-            "type": type(error).__name__,
-            "message": _cut(_error_text(error), ERROR_TEXT_LIMIT),
+            "type": sqs_text(type(error).__name__),
+            "message": _cut(error_text(error), ERROR_TEXT_LIMIT),
             "traceback": tail,
         }
     return {
@@ -451,26 +496,6 @@ def final_envelope(
         "body": incoming.body,
         "attributes": _copy_attributes(incoming.attributes),
     }
-
-
-def compact_meta(
-    incoming: Incoming, outcome: Outcome, *, now: datetime, reason: str, error: BaseException | None
-) -> str:
-    """A small JSON summary for a ``serverless_retry`` message attribute, for when the body must be
-    sent verbatim because an envelope would not fit."""
-    summary: dict[str, object] = {
-        "v": VERSION,
-        "id": incoming.context.id,
-        "attempt": incoming.context.attempt,
-        "outcome": outcome,
-        "reason": _cut(reason or incoming.problem or "", COMPACT_TEXT_LIMIT),
-        "at": format_time(now),
-        "error_type": type(error).__name__ if error is not None else "",
-        "error": _cut(_error_text(error), COMPACT_TEXT_LIMIT) if error is not None else "",
-    }
-    if incoming.context.first_failed_at is not None:
-        summary["first_failed_at"] = format_time(incoming.context.first_failed_at)
-    return json.dumps(summary, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def encode(envelope: Envelope) -> str:

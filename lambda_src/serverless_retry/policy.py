@@ -26,6 +26,7 @@ from serverless_retry.backoff import (
     require_object,
 )
 from serverless_retry.errors import HttpError, NonRetryableError, PolicyError, RetryableError, RetryAfter
+from serverless_retry.regex import RE2Pattern, compile_re2
 
 __all__ = [
     "MAX_ATTEMPTS_LIMIT",
@@ -99,27 +100,18 @@ def _check_status(value: object, path: str) -> int:
     return require_int(value, path, minimum=100, maximum=599)
 
 
-def _compile(value: object, path: str) -> re.Pattern[str]:
-    if not isinstance(value, str):
-        raise PolicyError(path, f"must be a string (a regular expression), got {value!r}")
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise PolicyError(path, f"not a valid regular expression: {exc}") from None
-
-
 @dataclass(frozen=True)
 class Rule:
     """Which errors a rule covers and how they are retried. It matches when ANY of its criteria do."""
 
     errors: tuple[str, ...] = ()  # class names, matched anywhere in type(exc).__mro__ (or module.Qualname)
     http_status: tuple[int, ...] = ()  # HttpError.status, or .status / .status_code / .response.status_code
-    message_regex: str | None = None  # re.search on str(exc)
+    message_regex: str | None = None  # RE2 syntax, searched for anywhere in str(exc), in linear time
     retry: bool = True
     max_attempts: int | None = None  # overrides the policy's for errors this rule matches
     backoff: Backoff | None = None  # merged over the policy's by from_dict
     honor_retry_after: bool = False
-    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _pattern: RE2Pattern | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors", tuple(self.errors))
@@ -129,7 +121,7 @@ class Rule:
         for i, status in enumerate(self.http_status):
             _check_status(status, f"http_status[{i}]")
         if self.message_regex is not None:
-            object.__setattr__(self, "_pattern", _compile(self.message_regex, "message_regex"))
+            object.__setattr__(self, "_pattern", compile_re2(self.message_regex, "message_regex"))
         if not (self.errors or self.http_status or self.message_regex is not None):
             raise PolicyError("rule", "needs at least one of errors, http_status, message_regex")
         require_bool(self.retry, "retry")
@@ -153,7 +145,7 @@ class Rule:
         )
         regex = given.get("message_regex")
         if regex is not None:
-            _compile(regex, f"{path}.message_regex")
+            compile_re2(regex, f"{path}.message_regex")
         if not (errors or statuses or regex is not None):
             raise PolicyError(path, "needs at least one of errors, http_status, message_regex")
         max_attempts = given.get("max_attempts")
@@ -203,7 +195,7 @@ class Rule:
             if status is not None and status in self.http_status:
                 return True
         if self._pattern is not None:
-            return self._pattern.search(_safe_str(error)) is not None
+            return self._pattern.search(_safe_str(error))
         return False
 
     def describe(self) -> str:

@@ -46,9 +46,9 @@ from serverless_retry.envelope import (
     Envelope,
     encode,
     sqs_message_size,
-    unwrap,
 )
 from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.terminal import read_terminal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -121,7 +121,7 @@ class ExhaustedMessage:
 
     message_id: str
     receipt_handle: str
-    outcome: str  # a serverless-retry outcome, or "plain"
+    outcome: str  # a serverless-retry outcome, or "unknown" (read_terminal's word for any other message)
     reason: str
     envelope_id: str
     attempt: int
@@ -145,31 +145,6 @@ class ExhaustedMessage:
         """Seconds since SQS first accepted this message (SentTimestamp; SQS keeps it when its redrive
         policy moves a message to a DLQ)."""
         return None if self.sent_at is None else max(0.0, (now - self.sent_at).total_seconds())
-
-
-def _terminal(raw_body: str, attrs: dict[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any], str]:
-    """The one reader of terminal forms here: (meta, original body, original attributes, kind). A
-    final envelope, or a verbatim body with a compact ``serverless_retry`` attribute; else kind plain."""
-    try:
-        data = json.loads(raw_body)
-    except ValueError:
-        data = None
-    if (
-        isinstance(data, dict)
-        and isinstance(data.get(ENVELOPE_KEY), dict)
-        and isinstance(data.get("body"), str)
-        and "outcome" in data[ENVELOPE_KEY]
-    ):
-        carried = data.get("attributes")
-        return data[ENVELOPE_KEY], data["body"], carried if isinstance(carried, dict) else {}, "envelope"
-    if ENVELOPE_KEY in attrs:
-        try:
-            compact = json.loads(str(attrs[ENVELOPE_KEY].get("StringValue", "")))
-        except (ValueError, AttributeError):
-            compact = {}
-        if isinstance(compact, dict) and "outcome" in compact:
-            return compact, raw_body, {k: v for k, v in attrs.items() if k != ENVELOPE_KEY}, "compact"
-    return {}, raw_body, attrs, "plain"
 
 
 def _sent_at(system: Mapping[str, str]) -> datetime | None:
@@ -202,43 +177,50 @@ def _destination_record(data: object) -> dict[str, str] | None:
 
 
 def decode(message: MessageTypeDef) -> ExhaustedMessage:
-    """Decode a received message (``MessageSystemAttributeNames=["All"]`` gives the timestamps)."""
+    """Decode a received message (``MessageSystemAttributeNames=["All"]`` gives the timestamps).
+
+    Terminal forms are read by :func:`serverless_retry.terminal.read_terminal`, the one reader of every
+    form the consumer ever wrote; what it calls ``bare`` is then looked at as a plain DLQ message."""
     raw_body = message.get("Body", "")
     raw_attrs: dict[str, Any] = dict(message.get("MessageAttributes", {}))
     system: Mapping[str, str] = message.get("Attributes", {})  # type: ignore[assignment]
-    meta, body, attributes, kind = _terminal(raw_body, raw_attrs)
     message_id = message.get("MessageId", "")
-    final_error: dict[str, Any] = meta["final_error"] if isinstance(meta.get("final_error"), dict) else {}
-    history = tuple(h for h in meta.get("history", ()) if isinstance(h, dict)) if kind == "envelope" else ()
+    view = read_terminal(raw_body, raw_attrs, message_id=message_id)
+    final = view.outcome != "unknown"
+    if view.form == "envelope":
+        kind = "envelope" if final else "retry-envelope"  # a retry copy SQS or the Scheduler dead-lettered
+    elif final:
+        kind = "compact"  # framed, or original+meta: the original verbatim, no history
+    else:
+        kind = "plain"
     fields: dict[str, Any] = {
-        "outcome": str(meta.get("outcome", "plain")),
-        "reason": str(meta.get("reason", "")),
-        "envelope_id": str(meta.get("id") or message_id),
-        "attempt": meta["attempt"] if isinstance(meta.get("attempt"), int) else 0,
-        "error_type": str(meta.get("error_type") or final_error.get("type", "")),
-        "error": str(meta.get("error") or final_error.get("message", "")),
-        "first_failed_at": str(meta.get("first_failed_at", "")),
-        "source": str(meta.get("source", "")),
-        "origin": "serverless-retry" if kind != "plain" else "unknown",
-        "exhausted_at": str(meta.get("exhausted_at") or meta.get("at") or ""),
+        "outcome": view.outcome,
+        "reason": view.reason,
+        "envelope_id": view.id,
+        "attempt": view.attempt,
+        "error_type": view.error_type,
+        "error": view.error,
+        "first_failed_at": view.first_failed_at,
+        "source": view.source,
+        "origin": "serverless-retry" if final else "unknown",
+        "exhausted_at": view.exhausted_at,
     }
-    if kind == "plain":
-        _plain_fields(fields, raw_body, raw_attrs, system, message_id)
-        if fields.pop("_inner", None) is not None:
-            kind = "retry-envelope"
-            body, attributes = fields.pop("_inner_body"), fields.pop("_inner_attributes")
-            history = fields.pop("_history")
+    history: tuple[dict[str, Any], ...] = tuple(dict(h) for h in view.history)
+    if kind == "retry-envelope" and view.history and not view.error_type:
+        fields["error_type"], fields["error"] = view.history[-1]["error_type"], view.history[-1]["error"]
+    if kind in ("plain", "retry-envelope"):
+        _plain_fields(fields, raw_body, raw_attrs, system)
     receive_count = system.get("ApproximateReceiveCount", "0")
     return ExhaustedMessage(
         message_id=message_id,
         receipt_handle=message.get("ReceiptHandle", ""),
         kind=kind,
         sent_at=_sent_at(system),
-        body=body,
-        attributes=attributes,
+        body=view.body if kind != "plain" else raw_body,
+        attributes=dict(view.attributes) if kind != "plain" else raw_attrs,
         raw_body=raw_body,
         raw_attributes=raw_attrs,
-        history=history,
+        history=history if kind in ("envelope", "retry-envelope") else (),
         group_id=system.get("MessageGroupId"),
         receive_count=int(receive_count) if receive_count.isdigit() else 0,
         **fields,
@@ -246,14 +228,9 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
 
 
 def _plain_fields(
-    fields: dict[str, Any],
-    raw_body: str,
-    raw_attrs: Mapping[str, Any],
-    system: Mapping[str, str],
-    message_id: str,
+    fields: dict[str, Any], raw_body: str, raw_attrs: Mapping[str, Any], system: Mapping[str, str]
 ) -> None:
-    """What can be told about a message serverless-retry did not finish: where it came from and, when
-    it says so, what failed."""
+    """Where a message serverless-retry did not finish came from and, when it says so, what failed."""
     if system.get("DeadLetterQueueSourceArn"):
         fields["origin"], fields["source"] = "sqs-redrive", system["DeadLetterQueueSourceArn"]
     if "SCHEDULE_ARN" in raw_attrs or ("ERROR_CODE" in raw_attrs and "TARGET_ARN" in raw_attrs):
@@ -266,29 +243,12 @@ def _plain_fields(
         fields["reason"] = _string_attribute(raw_attrs, "EXHAUSTED_RETRY_CONDITION")
     try:
         data = json.loads(raw_body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return
     record = _destination_record(data)
     if record is not None:
         fields["origin"] = "lambda-destination"
         fields.update(record)
-        return
-    incoming = unwrap(raw_body, {}, message_id=message_id, source="")
-    if incoming.kind == "envelope":  # a retry copy on its way when it was dead-lettered
-        context = incoming.context
-        last = context.history[-1] if context.history else None
-        fields.update(
-            _inner=True,
-            _inner_body=incoming.body,
-            _inner_attributes=dict(incoming.attributes),
-            _history=tuple(dict(h) for h in context.history),
-            envelope_id=context.id,
-            attempt=context.attempt,
-            source=fields["source"] or context.source,
-            first_failed_at=incoming.meta["first_failed_at"] if incoming.meta else "",
-        )
-        if last is not None and not fields["error_type"]:
-            fields["error_type"], fields["error"] = last["error_type"], last["error"]
 
 
 # --- one pass over a queue --------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from serverless_retry.clock import FrozenClock
-from serverless_retry.envelope import compact_meta, encode, final_envelope, unwrap
+from serverless_retry.envelope import encode, final_envelope, unwrap
+from serverless_retry.terminal import final_message
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -73,13 +74,23 @@ class World:
         return retry_id
 
     def compact(self, body: str, error: BaseException, *, outcome: str = "too-large-to-retry") -> str:
+        """Send a terminal message in the framed form (the final envelope would not fit): a one-line
+        header with the outcome, then the original body verbatim. Give a body JSON escaping grows."""
         incoming = unwrap(body, {}, message_id=f"id-{body[:8]}", source=ORDERS_ARN)
-        meta = compact_meta(incoming, outcome, now=self.clock.now(), reason="envelope too large", error=error)  # type: ignore[arg-type]
-        self.sqs.send_message(
-            QueueUrl=self.exhausted,
-            MessageBody=body,
-            MessageAttributes={"serverless_retry": {"DataType": "String", "StringValue": meta}},
+        sent, attributes, form = final_message(
+            incoming,
+            outcome,
+            now=self.clock.now(),
+            error=error,
+            reason="envelope too large",  # type: ignore[arg-type]
+            traceback_text="",
+            max_bytes=len(body.encode()) + 700,  # room for the header, not for an escaped envelope
         )
+        assert form == "framed", form
+        params: dict[str, Any] = {"QueueUrl": self.exhausted, "MessageBody": sent}
+        if attributes:
+            params["MessageAttributes"] = attributes
+        self.sqs.send_message(**params)
         return incoming.context.id
 
     def later(self, seconds: float) -> None:

@@ -337,45 +337,6 @@ def test_envelope_key_spelled_with_unicode_escape_is_still_validated(
     assert envelope_of(final["Body"])["serverless_retry"]["outcome"] == "invalid-envelope"
 
 
-def test_too_large_to_retry_sends_the_original_verbatim_with_compact_meta(
-    stack: Stack, clock: FrozenClock
-) -> None:
-    consumer = make_consumer(stack, raising(RetryableError("busy")), FIXED_30, clock, max_message_bytes=2048)
-    body = "x" * 1700  # retry envelope ~2085 bytes; body + tenant + compact meta ~1995
-    attrs = {"tenant": {"DataType": "String", "StringValue": "acme"}}
-    messages = send_and_receive(stack, body, MessageAttributes=attrs)
-
-    response = consumer(event_from(messages, stack.queue_arn))
-
-    assert failure_ids(response) == []
-    [final] = stack.receive(stack.exhausted_url)
-    assert final["Body"] == body
-    assert final["MessageAttributes"]["tenant"] == attrs["tenant"]
-    meta = json.loads(final["MessageAttributes"]["serverless_retry"]["StringValue"])
-    assert meta["outcome"] == "too-large-to-retry"
-    assert meta["id"] == messages[0]["MessageId"]
-    assert "2048" in meta["reason"]
-    for call in stack.called("SendMessageBatch"):
-        assert call["QueueUrl"] == stack.exhausted_url  # nothing went back to the source queue
-
-
-def test_too_large_with_ten_attributes_sends_body_and_attributes_verbatim(
-    stack: Stack, clock: FrozenClock
-) -> None:
-    consumer = make_consumer(stack, raising(RetryableError("busy")), FIXED_30, clock, max_message_bytes=2048)
-    body = "y" * 1900
-    attrs = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
-    attrs["a9"] = {"DataType": "Binary", "BinaryValue": b"\x00\x01binary"}
-    messages = send_and_receive(stack, body, MessageAttributes=attrs)
-
-    response = consumer(event_from(messages, stack.queue_arn))
-
-    assert failure_ids(response) == []
-    [final] = stack.receive(stack.exhausted_url)
-    assert final["Body"] == body
-    assert final["MessageAttributes"] == attrs
-
-
 def test_binary_attributes_survive_the_round_trip(stack: Stack, clock: FrozenClock) -> None:
     consumer = make_consumer(stack, raising(RetryableError("busy")), FIXED_30, clock)
     attrs = {"blob": {"DataType": "Binary", "BinaryValue": b"\xff\x00raw"}}

@@ -125,14 +125,14 @@ def test_reset_attempts_sends_the_original_message(world: World) -> None:
 
 
 def test_compact_form_goes_back_as_the_original_with_a_note(world: World) -> None:
-    world.compact("x" * 300, TimeoutError("slow"))
+    world.compact('"' * 1000, TimeoutError("slow"))
     report = _run(world)
     assert [(m.kind, m.outcome) for m in report.moved] == [("compact", "too-large-to-retry")]
     assert report.notes
     assert "history not kept" in report.notes[0][1]
     [sent] = world.all_messages(world.source)
-    assert sent["Body"] == "x" * 300
-    assert "MessageAttributes" not in sent  # the serverless_retry attribute stays behind
+    assert sent["Body"] == '"' * 1000
+    assert "MessageAttributes" not in sent  # the header stays behind
 
 
 def test_a_message_level_failure_fails_that_message_only(world: World) -> None:
@@ -239,7 +239,7 @@ def test_plain_dlq_messages_go_back_verbatim(world: World) -> None:
     options = options_from_mapping({"from_queue_url": world.dlq, "to_queue_url": world.source})
     world.tick()
     report = redrive(world.sqs, options, clock=world.clock, wait_seconds=0)
-    assert [(m.kind, m.outcome) for m in report.moved] == [("plain", "plain")]
+    assert [(m.kind, m.outcome) for m in report.moved] == [("plain", "unknown")]
     [sent] = world.all_messages(world.source)
     assert (sent["Body"], sent["MessageAttributes"]["k"]["StringValue"]) == ("plain text", "v")
 
@@ -292,7 +292,7 @@ def test_decode_reads_destination_records_and_scheduler_dead_letters() -> None:
     plain = decode({"MessageId": "m4", "Body": "not json", "Attributes": {"SentTimestamp": "1796032800000"}})  # type: ignore[typeddict-item]
     assert (plain.kind, plain.outcome, plain.origin, plain.sent_at is not None) == (
         "plain",
-        "plain",
+        "unknown",
         "unknown",
         True,
     )

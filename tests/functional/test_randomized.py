@@ -20,6 +20,7 @@ from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
+from serverless_retry.terminal import FRAME_OVERHEAD_BYTES, TerminalView, read_terminal
 
 from .conftest import ACCOUNT, QUIET_LOGGER, REGION, Stack, event_from, failure_ids, make_consumer, make_stack
 from .faults import FaultyScheduler, FaultySqs
@@ -62,8 +63,9 @@ def make_bodies(rng: random.Random) -> list[str]:
             continue
         plan = [rng.choice(STEPS) for _ in range(rng.choice([0, 0, 1, 1, 2, 3, 5]))]
         # Near the 4096-byte limit: too large to wrap once it fails, or its final envelope is; the
-        # largest leave room for neither the envelope nor the compact meta attribute.
-        pad = "p" * rng.randint(3600, 3980) if roll > 0.95 else ""
+        # largest go to the exhausted queue framed (their header line, then the body verbatim).
+        # Quotes, which JSON escaping doubles: the body holds 3600-3980 characters.
+        pad = '"' * rng.randint(1800, 1990) if roll > 0.95 else ""
         bodies.append(json.dumps({"i": i, "plan": plan, "pad": pad}))
     return bodies
 
@@ -92,17 +94,11 @@ class Processor:
             raise KeyError("customer")
 
 
-def identify(body: str, attributes: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
-    """(message number, retry meta or None) of anything found in a final place: an envelope (whose
-    body is the original, or the raw invalid claim), or an original with the compact meta attribute."""
-    doc = json.loads(body)
-    meta = None
-    if isinstance(doc.get("serverless_retry"), dict) and isinstance(doc.get("body"), str):
-        meta = doc["serverless_retry"]
-        doc = json.loads(doc["body"])
-    elif "serverless_retry" in attributes:
-        meta = json.loads(attributes["serverless_retry"]["StringValue"])
-    return int(doc["i"]), meta
+def identify(body: str, attributes: dict[str, Any]) -> tuple[int, TerminalView]:
+    """(message number, how it reads) of anything found in a final place, by the one reader that
+    inspect and redrive use: its original body is the sent one (or the raw invalid claim)."""
+    view = read_terminal(body, attributes)
+    return int(json.loads(view.body)["i"]), view
 
 
 class Driver:
@@ -198,6 +194,7 @@ def test_every_message_ends_in_exactly_one_place(aws: None, clock: FrozenClock) 
         seed=SEED,
         logger=QUIET_LOGGER,
         max_message_bytes=MAX_BYTES,
+        exhausted_max_message_bytes=MAX_BYTES + FRAME_OVERHEAD_BYTES,
     )
     bodies = make_bodies(rng)
     for start in range(0, len(bodies), 10):
@@ -218,15 +215,14 @@ def test_every_message_ends_in_exactly_one_place(aws: None, clock: FrozenClock) 
     for i, count in processor.succeeded.items():
         places[i] += ["processed"] * count
     outcomes: Counter[str] = Counter()
+    forms: Counter[str] = Counter()
     for m in exhausted:
-        i, meta = identify(m["Body"], m.get("MessageAttributes", {}))
-        if meta is None:  # the original body and attributes verbatim: no room for anything else
-            assert len(m["Body"]) > MAX_BYTES - 400
-            outcome = "verbatim"
-        else:
-            assert meta["outcome"], m["Body"][:300]
-            assert meta["reason"], m["Body"][:300]
-            outcome = meta["outcome"]
+        i, view = identify(m["Body"], m.get("MessageAttributes", {}))
+        # Every terminal message carries its outcome and reason, however large its body.
+        assert view.outcome != "unknown", m["Body"][:300]
+        assert view.reason, m["Body"][:300]
+        outcome = view.outcome
+        forms[view.form] += 1
         outcomes[outcome] += 1
         places[i].append(f"exhausted:{outcome}")
     for m in dead:
@@ -248,8 +244,8 @@ def test_every_message_ends_in_exactly_one_place(aws: None, clock: FrozenClock) 
         "non-retryable",
         "invalid-envelope",
         "too-large-to-retry",
-        "verbatim",
     }
+    assert set(forms) == {"envelope", "framed"}
     assert len(dead) >= 1
     assert len(processor.succeeded) > MESSAGES // 2
     print(

@@ -73,7 +73,7 @@ def test_inspect_summarises_and_leaves_every_message_visible(live: World) -> Non
     assert len(got["Messages"]) == 4
     assert result.scanned == 4
     assert result.not_released == []
-    assert dict(result.by_outcome) == {"exhausted": 2, "non-retryable": 1, "plain": 1}
+    assert dict(result.by_outcome) == {"exhausted": 2, "non-retryable": 1, "unknown": 1}
     assert dict(result.by_error_type) == {"TimeoutError": 2, "ValueError": 1, "-": 1}
     assert result.by_source["arn:aws:sqs:us-east-1:123456789012:orders"] == 2
     assert result.by_age["< 1 h"] == 4

@@ -58,7 +58,7 @@ def test_inspect_summarises_real_consumer_output(ops: Ops) -> None:
     assert report["by_error_type"] == {"TimeoutError": 3, "HttpError": 2, "ValueError": 2, "KeyError": 1}
     assert report["released"] is True
     dlq = json.loads(ops.run("inspect", "--queue-url", ops.sandbox.dlq_url, "--json").stdout)
-    assert dlq["by_outcome"] == {"plain": 3}
+    assert dlq["by_outcome"] == {"unknown": 3}
 
 
 def test_redrive_dry_run_then_real_then_native(ops: Ops) -> None:

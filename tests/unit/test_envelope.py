@@ -21,7 +21,6 @@ from serverless_retry.envelope import (
     Incoming,
     MessageAttribute,
     attributes_from_record,
-    compact_meta,
     encode,
     final_envelope,
     fits,
@@ -258,22 +257,6 @@ def test_final_envelope_of_a_first_failure_sets_first_failed_at_now() -> None:
     assert meta["history"] == []
 
 
-def test_compact_meta_is_small_json_with_the_essentials() -> None:
-    second = roundtrip(next_envelope(original(), retry(), TimeoutError("slow"), now=NOW))
-    text = compact_meta(
-        second, "too-large-to-retry", now=NOW, reason="r" * 1000, error=ValueError("e" * 1000)
-    )
-    data = json.loads(text)
-    assert data["id"] == "m-1"
-    assert data["attempt"] == 2
-    assert data["outcome"] == "too-large-to-retry"
-    assert data["error_type"] == "ValueError"
-    assert data["error"] == "e" * 256
-    assert data["reason"] == "r" * 256
-    assert data["first_failed_at"] == "2026-11-30T10:00:00Z"
-    assert len(text) < 800
-
-
 # --- malformed envelopes --------------------------------------------------------------------------
 
 
@@ -371,6 +354,23 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("attribute both values", _set("attributes/tenant/BinaryValue", "AA=="), "attributes.tenant.BinaryValue: does not go with DataType 'String'"),
     ("attribute unknown key", _set("attributes/tenant/StringListValues", []), "attributes.tenant.StringListValues: unexpected key"),
     ("attribute empty name", _set("attributes/", {"DataType": "String", "StringValue": "x"}), "attributes: an attribute name must not be empty"),
+    # what SQS could not have carried: a body or attributes that a final copy or a redrive could not send
+    ("body NUL", _set("body", "a\x00b"), "body: holds '\\x00' at 1, a character SQS does not carry"),
+    ("body U+FFFF", _set("body", "\uffff"), "body: holds '\\uffff' at 0, a character SQS does not carry"),
+    ("body lone surrogate", _set("body", "\ud800"), "body: holds '\\ud800' at 0"),
+    ("id lone surrogate", _set(f"{M}/id", "m\udfff"), "serverless_retry.id: holds '\\udfff' at 1"),
+    ("history error U+FFFE", _set(f"{M}/history/0/error", "\ufffe"), "serverless_retry.history[0].error: holds"),
+    ("attribute value empty", _set("attributes/tenant/StringValue", ""), "attributes.tenant.StringValue: must not be empty"),
+    ("attribute value control", _set("attributes/tenant/StringValue", "\x07"), "attributes.tenant.StringValue: holds '\\x07'"),
+    ("attribute binary empty", _set("attributes/signature/BinaryValue", ""), "attributes.signature.BinaryValue: must not be empty"),
+    ("attribute DataType too long", _set("attributes/tenant/DataType", "String." + "x" * 250), "attributes.tenant.DataType: is longer than"),
+    ("eleven attributes", _set("attributes", {f"a{i}": {"DataType": "String", "StringValue": "v"} for i in range(11)}), "attributes: has 11 attributes, more than SQS's 10"),
+    ("attribute name AWS.", _set("attributes/AWS.trace", {"DataType": "String", "StringValue": "v"}), "attributes.'AWS.trace': is not an SQS attribute name"),
+    ("attribute name amazon.", _set("attributes/amazon.x", {"DataType": "String", "StringValue": "v"}), "attributes.'amazon.x': is not an SQS"),
+    ("attribute name leading dot", _set("attributes/.a", {"DataType": "String", "StringValue": "v"}), "attributes.'.a': is not an SQS"),
+    ("attribute name double dot", _set("attributes/a..b", {"DataType": "String", "StringValue": "v"}), "attributes.'a..b': is not an SQS"),
+    ("attribute name space", _set("attributes/a b", {"DataType": "String", "StringValue": "v"}), "attributes.'a b': is not an SQS"),
+    ("attribute name too long", _set("attributes/" + "n" * 257, {"DataType": "String", "StringValue": "v"}), "attributes.'nnnn"),
 ]  # fmt: skip
 
 

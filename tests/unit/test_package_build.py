@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -58,9 +61,17 @@ def test_zip_contents(two_builds: tuple[Path, Path]) -> None:
 
 def test_zip_holds_only_what_runs_in_lambda(two_builds: tuple[Path, Path]) -> None:
     """The deployed package is the Lambda code and its pinned runtime dependencies: no dev tools (the
-    local emulator, the CLI, moto), no tests. Every top-level entry is accounted for here."""
+    local emulator, the CLI, moto), no tests. Every top-level entry is accounted for here: ours, a
+    pinned distribution's metadata, or a module that distribution declares in its top_level.txt."""
     with zipfile.ZipFile(two_builds[0]) as archive:
         names = archive.namelist()
+        declared = {
+            module.strip()
+            for name in names
+            if name.endswith(".dist-info/top_level.txt")
+            for module in archive.read(name).decode().splitlines()
+            if module.strip()
+        }
     top = {name.split("/", 1)[0] for name in names}
     pinned = {
         line.split("==")[0].strip().lower().replace("-", "_")
@@ -68,8 +79,11 @@ def test_zip_holds_only_what_runs_in_lambda(two_builds: tuple[Path, Path]) -> No
         if line.strip() and not line.startswith("#")
     }
     allowed_prefixes = ("serverless_retry", *pinned)
-    unexpected = sorted(t for t in top if not t.lower().startswith(allowed_prefixes) and t != "re2.py")
+    unexpected = sorted(
+        t for t in top if not t.lower().startswith(allowed_prefixes) and t.removesuffix(".py") not in declared
+    )
     assert unexpected == []
+    assert "re2" in declared  # google-re2's module
     assert not [n for n in top if n.startswith(("serverless_retry_tools", "moto", "tests"))]
     ours = sorted(n for n in names if n.startswith("serverless_retry/"))
     shipped = sorted(
@@ -79,3 +93,107 @@ def test_zip_holds_only_what_runs_in_lambda(two_builds: tuple[Path, Path]) -> No
     )
     assert ours == shipped
     assert not [n for n in ours if "/local/" in n or n.endswith("/cli.py")]
+
+
+# Lambda's architectures by ELF e_machine: arm64 is EM_AARCH64 (183), x86_64 is EM_X86_64 (62).
+ELF_MACHINE = {"aarch64": 183, "x86_64": 62}
+RUNTIMES = ("311", "312", "313")
+
+
+def test_zip_holds_the_re2_extension_for_every_runtime_and_architecture(
+    two_builds: tuple[Path, Path],
+) -> None:
+    """One zip for python3.11/3.12/3.13 on arm64 and x86_64: each combination finds its own compiled
+    RE2 extension, built for the right processor."""
+    with zipfile.ZipFile(two_builds[0]) as archive:
+        names = set(archive.namelist())
+        for version in RUNTIMES:
+            for arch, machine in ELF_MACHINE.items():
+                name = f"re2/_re2.cpython-{version}-{arch}-linux-gnu.so"
+                assert name in names
+                header = archive.read(name)[:20]
+                assert header[:4] == b"\x7fELF"
+                assert int.from_bytes(header[18:20], "little") == machine, name
+        extensions = sorted(n for n in names if n.endswith(".so"))
+        assert len(extensions) == len(RUNTIMES) * len(ELF_MACHINE)  # nothing else is compiled
+        wheel = archive.read("google_re2-1.1.20250722.dist-info/WHEEL").decode()
+    assert "RECORD" not in " ".join(names)  # pip's per-install manifests stay out of the merged tree
+    for version in RUNTIMES:
+        for arch in ELF_MACHINE:
+            assert f"cp{version}-cp{version}-manylinux_2_24_{arch}" in wheel
+
+
+def _interpreter(version: str) -> str | None:
+    """A working ``python<version>``: on PATH, or one of pyenv's installs."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [
+        shutil.which(f"python{version}"),
+        *sorted(map(str, pyenv.glob(f"{version}.*/bin/python{version}"))),
+    ]
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        probe = subprocess.run([candidate, "--version"], capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_the_zips_re2_imports_and_matches_in_linear_time_on_each_python(
+    two_builds: tuple[Path, Path], tmp_path: Path, version: str
+) -> None:
+    """The x86_64 variants run here: each Python imports re2 from the unpacked zip alone (-I -S: no
+    site-packages) and matches a pattern that backtracking engines take exponential time on."""
+    python = _interpreter(version)
+    if python is None:
+        pytest.skip(f"python{version} is not installed here")
+    with zipfile.ZipFile(two_builds[0]) as archive:
+        archive.extractall(tmp_path)
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import re2; "
+        "assert re2.__file__.startswith(sys.argv[1]), re2.__file__; "
+        "print(re2.compile('(a+)+$').search('a' * 100000 + '!') is None)"
+    )
+    result = subprocess.run(
+        [python, "-I", "-S", "-c", script, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_conflicting_files_between_installs_stop_the_build(tmp_path: Path) -> None:
+    builder = _builder()
+    one, two = tmp_path / "one", tmp_path / "two"
+    for base, text in ((one, "a = 1\n"), (two, "a = 2\n")):
+        (base / "pkg").mkdir(parents=True)
+        (base / "pkg" / "__init__.py").write_text("")
+        (base / "pkg" / "mod.py").write_text(text)
+    with pytest.raises(SystemExit, match=r"conflicting zip entry pkg/mod.py: one and two"):
+        builder.merge_installs({"one": one, "two": two})
+    (two / "pkg" / "mod.py").write_text("a = 1\n")
+    (two / "pkg" / "_ext.cpython-312-aarch64-linux-gnu.so").write_bytes(b"\x7fELF")
+    merged = builder.merge_installs({"one": one, "two": two})
+    assert sorted(merged) == ["pkg/__init__.py", "pkg/_ext.cpython-312-aarch64-linux-gnu.so", "pkg/mod.py"]
+
+
+def test_wheel_metadata_merges_only_its_tag_lines() -> None:
+    builder = _builder()
+    a = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp312-cp312-x\n\n"
+    b = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp313-cp313-y\n\n"
+    merged = builder.merge_wheel_metadata("d.dist-info/WHEEL", a, b)
+    assert merged == b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp312-cp312-x\nTag: cp313-cp313-y\n"
+    with pytest.raises(SystemExit, match="beyond their Tag lines"):
+        builder.merge_wheel_metadata("d.dist-info/WHEEL", a, b.replace(b"false", b"true"))
+
+
+def test_platform_tags_cover_every_manylinux_the_os_loads() -> None:
+    tags = _builder().platform_tags("x86_64", 26)
+    assert tags[0] == "manylinux_2_26_x86_64"
+    assert "manylinux_2_24_x86_64" in tags
+    assert "manylinux_2_27_x86_64" not in tags  # python3.11's Amazon Linux 2 has glibc 2.26
+    assert tags[-1] == "manylinux2014_x86_64"

@@ -147,7 +147,7 @@ BAD: list[tuple[Any, str, str]] = [
     (
         {"rules": [{"errors": ["A"]}, {"message_regex": "(unclosed"}]},
         "rules[1].message_regex",
-        "not a valid regular expression",
+        "not a valid RE2 regular expression: missing ): (unclosed",
     ),
     ({"rules": [{"message_regex": 5}]}, "rules[0].message_regex", "must be a string"),
     ({"rules": [{"errors": ["A"], "retry": "no"}]}, "rules[0].retry", "must be true or false"),

@@ -23,7 +23,7 @@ examples:
 
 Counts by outcome, error type, source, origin and age (time since SQS accepted the message), then
 the oldest messages with their reason and last error. Plain DLQ messages (not written by
-serverless-retry) show outcome "plain". Every message is visible again when the command ends.
+serverless-retry) show outcome "unknown". Every message is visible again when the command ends.
 exit status: 0 ok; 1 some messages could not be released (they reappear after 60 s by themselves);
 2 usage error.
 """

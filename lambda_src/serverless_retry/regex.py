@@ -1,0 +1,88 @@
+"""Message regexes: RE2 syntax, matched in linear time by Google's RE2 engine (package google-re2).
+
+Why RE2: a rule's ``message_regex`` runs inside the consumer on the text of every failure. Python's
+``re`` backtracks, so a pattern like ``(a+)+$`` takes exponential time on a short message that almost
+matches; RE2 never backtracks and takes time linear in the text, whatever the pattern. RE2 is also the
+dialect of Terraform's ``regex()``, so the pattern Terraform checks at plan time is the one matched here.
+
+No fallback: when the engine cannot be imported (say, a zip built without it), a policy that has a
+``message_regex`` is refused with a PolicyError naming the field, which fails the cold start with a
+ConfigError. Matching it with ``re`` instead would bring the backtracking back silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from serverless_retry.errors import PolicyError
+
+__all__ = ["RE2Pattern", "compile_re2"]
+
+# RE2 reads UTF-8; a lone surrogate (possible in a Python str, never in valid Unicode text) cannot be
+# encoded, so error text is cleaned of them before matching and a pattern holding one is refused.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+@functools.cache
+def _engine() -> tuple[Any, Any]:
+    """The ``re2`` module and the options every pattern compiles with; ImportError when missing."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # errors become PolicyErrors; RE2 must not also print to the logs
+    options.never_capture = True  # only "does it match" is asked: groups cost time (about half here)
+    return re2, options
+
+
+class RE2Pattern:
+    """A compiled RE2 pattern. ``search(text)`` is True when the pattern matches anywhere in ``text``."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str, compiled: Any) -> None:
+        self.pattern = pattern
+        self._compiled = compiled
+
+    def search(self, text: str) -> bool:
+        if not text.isascii():
+            text = _SURROGATES.sub("\ufffd", text)
+        return self._compiled.search(text) is not None
+
+    def __repr__(self) -> str:
+        return f"RE2Pattern({self.pattern!r})"
+
+
+def compile_re2(pattern: object, path: str) -> RE2Pattern:
+    """Compile ``pattern`` as RE2; a PolicyError naming ``path`` when it is not valid RE2 or when the
+    engine is missing."""
+    if not isinstance(pattern, str):
+        raise PolicyError(path, f"must be a string (an RE2 regular expression), got {pattern!r}")
+    try:
+        engine, options = _engine()
+    except ImportError as exc:
+        raise PolicyError(
+            path,
+            f"matching needs the RE2 engine (package google-re2, module re2), which cannot be imported "
+            f"here ({exc}); build the Lambda zip with scripts/build_package.py, which bundles it for "
+            "python3.11-3.13 on arm64 and x86_64, or add google-re2 to your own package",
+        ) from None
+    if _SURROGATES.search(pattern):
+        raise PolicyError(path, "not a valid RE2 regular expression: it holds a lone surrogate, not text")
+    try:
+        compiled = engine.compile(pattern, options)
+    except engine.error as exc:
+        raise PolicyError(
+            path,
+            f"not a valid RE2 regular expression: {_error_text(exc)} "
+            "(RE2 has no backreferences or look-around; see the README's policy reference)",
+        ) from None
+    return RE2Pattern(pattern, compiled)
+
+
+def _error_text(exc: BaseException) -> str:
+    detail = exc.args[0] if exc.args else exc
+    if isinstance(detail, bytes):
+        return detail.decode("utf-8", "replace")
+    return str(detail)
