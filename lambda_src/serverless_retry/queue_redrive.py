@@ -1,149 +1,756 @@
-"""Safe redrive out of the retry-exhausted queue, and a read-only look into it.
+"""Redrive out of a retry-exhausted queue or a DLQ, and a look into one that leaves everything in place.
 
-Safe means: a message is sent to its destination *before* it is deleted from the exhausted queue, so a
-crash in between leaves a duplicate at worst, never a loss; messages that a filter skips are released
-at once (visibility 0) so they stay where they were. Redriven messages start a fresh retry budget: the
-original body and attributes go back as a new message, exactly as the producer sent them.
+Order of operations of a redrive, for every message:
+1. receive it, hidden (visibility timeout) so one pass never sees it twice;
+2. decide by the filters; a skipped message stays hidden until the pass ends, then every message the
+   pass did not move is released at once (visibility 0): it is where it was, visible again;
+3. wait for the rate (``rate`` messages per second at most, measured from the previous send);
+4. send it to the destination, *then* delete it here. A crash between the two leaves a duplicate at
+   worst (FIFO destinations drop it: the deduplication id is derived from this message's id), never
+   a loss;
+5. a send refused for this message alone (bad contents, too large) fails that message and the pass
+   goes on; any other failure (throttling, outage, permissions) ends the pass: what is left stays.
+
+What is sent back: by default the message keeps its id (the idempotency key), its attempt count and
+its history, and comes back as a retry envelope of the next attempt, so a message that fails again
+is exhausted at once instead of starting a second retry storm; ``reset_attempts`` sends the original
+body and attributes as the producer sent them (a fresh budget, a new id). Messages that never were
+serverless-retry envelopes (a plain DLQ) go back verbatim either way.
+
+``StartMessageMoveTask`` (``native``) is SQS's own redrive: see :mod:`serverless_retry.native_redrive`.
+Decoding is :func:`decode`; every summary and filter is built on what it returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import hashlib
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
 
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
+
+from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.delivery import api_attributes
+from serverless_retry.envelope import (
+    ENVELOPE_KEY,
+    ERROR_TEXT_LIMIT,
+    HISTORY_LIMIT,
+    MAX_ATTEMPT,
+    VERSION,
+    Envelope,
+    encode,
+    sqs_message_size,
+)
+from serverless_retry.redrive_options import RedriveOptions
 from serverless_retry.terminal import read_terminal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+__all__ = [
+    "AGE_BUCKETS",
+    "ExhaustedMessage",
+    "Inspection",
+    "OutgoingMessage",
+    "RedriveReport",
+    "Scan",
+    "attribute_int",
+    "decode",
+    "describe_error",
+    "inspect",
+    "matches",
+    "outgoing_message",
+    "redrive",
+    "summarize",
+]
+
+# Attributes EventBridge Scheduler puts on a dead-letter event: they describe the failed delivery,
+# not the message, and do not go back with it.
+SCHEDULER_DLQ_ATTRIBUTES = frozenset(
+    {
+        "ERROR_CODE",
+        "ERROR_MESSAGE",
+        "EXHAUSTED_RETRY_CONDITION",
+        "RETRY_ATTEMPTS",
+        "SCHEDULE_ARN",
+        "TARGET_ARN",
+    }
+)
+# SendMessage errors that concern this message only; anything else ends the pass.
+MESSAGE_ERRORS = frozenset(
+    {
+        "InvalidMessageContents",
+        "InvalidParameterValue",
+        "InvalidAttributeName",
+        "InvalidAttributeValue",
+        "MessageTooLong",
+    }
+)
+DEFAULT_MAX_MESSAGE_BYTES = 262_144
+# Age buckets of inspect, by time in the queue; SQS keeps a message 14 days at most.
+AGE_BUCKETS: tuple[tuple[float, str], ...] = (
+    (3600, "< 1 h"),
+    (86_400, "1 h - 1 d"),
+    (3 * 86_400, "1 - 3 d"),
+    (7 * 86_400, "3 - 7 d"),
+    (math.inf, ">= 7 d"),
+)
+
+
+# --- decoding ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ExhaustedMessage:
-    """One message of the retry-exhausted queue, decoded."""
+    """One message of a retry-exhausted queue or a DLQ, decoded.
+
+    ``kind``: ``envelope`` (a final envelope: outcome, reason, history), ``compact`` (the original body
+    verbatim with the outcome in a ``serverless_retry`` attribute), ``retry-envelope`` (a retry copy
+    that SQS or the Scheduler dead-lettered on its way), ``plain`` (anything else). ``origin`` says
+    how it got here: ``serverless-retry``, ``sqs-redrive`` (SQS's redrive policy moved it),
+    ``scheduler-dlq`` (a schedule could not deliver it), ``lambda-destination`` (an on-failure
+    destination record), or ``unknown``.
+    """
 
     message_id: str
     receipt_handle: str
-    outcome: str
+    outcome: str  # a serverless-retry outcome, or "unknown" (read_terminal's word for any other message)
     reason: str
     envelope_id: str
     attempt: int
     error_type: str
+    error: str
     first_failed_at: str
-    body: str
-    attributes: dict[str, Any]
+    source: str
+    origin: str
+    kind: str
+    sent_at: datetime | None
+    body: str  # the original body (unwrapped)
+    attributes: dict[str, Any]  # the original attributes
+    raw_body: str  # the body as it is in this queue
+    raw_attributes: dict[str, Any] = field(default_factory=dict)
+    history: tuple[dict[str, Any], ...] = ()
+    exhausted_at: str = ""
+    group_id: str | None = None
+    receive_count: int = 0
+
+    def age_seconds(self, now: datetime) -> float | None:
+        """Seconds since SQS first accepted this message (SentTimestamp; SQS keeps it when its redrive
+        policy moves a message to a DLQ)."""
+        return None if self.sent_at is None else max(0.0, (now - self.sent_at).total_seconds())
+
+
+def _sent_at(system: Mapping[str, str]) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(system["SentTimestamp"]) / 1000, UTC)
+    except (KeyError, ValueError, OverflowError):
+        return None
+
+
+def _string_attribute(attrs: Mapping[str, Any], name: str) -> str:
+    value = attrs.get(name)
+    return str(value.get("StringValue", "")) if isinstance(value, Mapping) else ""
+
+
+def _destination_record(data: object) -> dict[str, str] | None:
+    """A Lambda on-failure destination record: what failed, why, and the function."""
+    if not isinstance(data, dict):
+        return None
+    context = data.get("requestContext")
+    if not isinstance(context, dict) or "functionArn" not in context or "condition" not in context:
+        return None
+    payload = data.get("responsePayload")
+    payload = payload if isinstance(payload, dict) else {}
+    return {
+        "source": str(context.get("functionArn", "")),
+        "reason": str(context.get("condition", "")),
+        "error_type": str(payload.get("errorType", "")),
+        "error": str(payload.get("errorMessage", ""))[:ERROR_TEXT_LIMIT],
+    }
 
 
 def decode(message: MessageTypeDef) -> ExhaustedMessage:
-    """One received message, in whichever form it was written (terminal.read_terminal): a message
-    carrying no outcome shows as ``unknown`` with its body untouched."""
-    view = read_terminal(
-        message.get("Body", ""), message.get("MessageAttributes"), message_id=message.get("MessageId", "")
-    )
+    """Decode a received message (``MessageSystemAttributeNames=["All"]`` gives the timestamps).
+
+    Terminal forms are read by :func:`serverless_retry.terminal.read_terminal`, the one reader of every
+    form the consumer ever wrote; what it calls ``bare`` is then looked at as a plain DLQ message."""
+    raw_body = message.get("Body", "")
+    raw_attrs: dict[str, Any] = dict(message.get("MessageAttributes", {}))
+    system: Mapping[str, str] = message.get("Attributes", {})  # type: ignore[assignment]
+    message_id = message.get("MessageId", "")
+    view = read_terminal(raw_body, raw_attrs, message_id=message_id)
+    final = view.outcome != "unknown"
+    if view.form == "envelope":
+        kind = "envelope" if final else "retry-envelope"  # a retry copy SQS or the Scheduler dead-lettered
+    elif final:
+        kind = "compact"  # framed, or original+meta: the original verbatim, no history
+    else:
+        kind = "plain"
+    fields: dict[str, Any] = {
+        "outcome": view.outcome,
+        "reason": view.reason,
+        "envelope_id": view.id,
+        "attempt": view.attempt,
+        "error_type": view.error_type,
+        "error": view.error,
+        "first_failed_at": view.first_failed_at,
+        "source": view.source,
+        "origin": "serverless-retry" if final else "unknown",
+        "exhausted_at": view.exhausted_at,
+    }
+    history: tuple[dict[str, Any], ...] = tuple(dict(h) for h in view.history)
+    if kind == "retry-envelope" and view.history and not view.error_type:
+        fields["error_type"], fields["error"] = view.history[-1]["error_type"], view.history[-1]["error"]
+    if kind in ("plain", "retry-envelope"):
+        _plain_fields(fields, raw_body, raw_attrs, system)
+    receive_count = system.get("ApproximateReceiveCount", "0")
     return ExhaustedMessage(
-        message_id=message.get("MessageId", ""),
+        message_id=message_id,
         receipt_handle=message.get("ReceiptHandle", ""),
-        outcome=view.outcome,
-        reason=view.reason,
-        envelope_id=view.id,
-        attempt=view.attempt,
-        error_type=view.error_type,
-        first_failed_at=view.first_failed_at,
-        body=view.body,
-        attributes=dict(view.attributes),
+        kind=kind,
+        sent_at=_sent_at(system),
+        body=view.body if kind != "plain" else raw_body,
+        attributes=dict(view.attributes) if kind != "plain" else raw_attrs,
+        raw_body=raw_body,
+        raw_attributes=raw_attrs,
+        history=history if kind in ("envelope", "retry-envelope") else (),
+        group_id=system.get("MessageGroupId"),
+        receive_count=int(receive_count) if receive_count.isdigit() else 0,
+        **fields,
     )
 
 
-def _receive(
-    sqs: SQSClient, queue_url: str, visibility: int, max_messages: int, wait_seconds: int
-) -> list[MessageTypeDef]:
-    response = sqs.receive_message(
-        QueueUrl=queue_url,
-        MaxNumberOfMessages=max(1, min(10, max_messages)),
-        VisibilityTimeout=visibility,
-        WaitTimeSeconds=wait_seconds,
-        MessageAttributeNames=["All"],
-        MessageSystemAttributeNames=["All"],
-    )
-    return list(response.get("Messages", []))
+def _plain_fields(
+    fields: dict[str, Any], raw_body: str, raw_attrs: Mapping[str, Any], system: Mapping[str, str]
+) -> None:
+    """Where a message serverless-retry did not finish came from and, when it says so, what failed."""
+    if system.get("DeadLetterQueueSourceArn"):
+        fields["origin"], fields["source"] = "sqs-redrive", system["DeadLetterQueueSourceArn"]
+    if "SCHEDULE_ARN" in raw_attrs or ("ERROR_CODE" in raw_attrs and "TARGET_ARN" in raw_attrs):
+        fields["origin"] = "scheduler-dlq"
+        fields["source"] = _string_attribute(raw_attrs, "SCHEDULE_ARN") or _string_attribute(
+            raw_attrs, "TARGET_ARN"
+        )
+        fields["error_type"] = _string_attribute(raw_attrs, "ERROR_CODE")
+        fields["error"] = _string_attribute(raw_attrs, "ERROR_MESSAGE")[:ERROR_TEXT_LIMIT]
+        fields["reason"] = _string_attribute(raw_attrs, "EXHAUSTED_RETRY_CONDITION")
+    try:
+        data = json.loads(raw_body)
+    except (ValueError, RecursionError):
+        return
+    record = _destination_record(data)
+    if record is not None:
+        fields["origin"] = "lambda-destination"
+        fields.update(record)
 
 
-def iter_exhausted(
+# --- one pass over a queue --------------------------------------------------------------------------
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Code: message`` for an AWS error, ``Type: message`` otherwise: one line, no traceback."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        return f"{error.get('Code', type(exc).__name__)}: {error.get('Message', '')}".strip()
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Scan:
+    """One pass over a queue: each message is received once and stays hidden until :meth:`forget`
+    (it was deleted) or :meth:`release_all`, which makes every other one visible again at once.
+
+    A message whose visibility ran out during a long pass comes back with a new receipt handle; the
+    newest handle is kept (a delete or release with an old one would not apply) and the message is
+    not yielded twice. The pass ends after ``empty_polls`` receives in a row bring nothing new.
+    """
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_url: str,
+        *,
+        visibility: int = 60,
+        wait_seconds: int = 1,
+        empty_polls: int = 2,
+        batch_size: int = 10,
+    ) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.visibility = visibility
+        self.wait_seconds = wait_seconds
+        self.empty_polls = empty_polls
+        self.batch_size = max(1, min(10, batch_size))
+        self._held: dict[str, str] = {}  # message id -> newest receipt handle
+        self.seen = 0
+
+    def messages(self, limit: int | None = None) -> Iterator[ExhaustedMessage]:
+        seen: set[str] = set()
+        empties = 0
+        while (limit is None or len(seen) < limit) and empties < self.empty_polls:
+            wanted = self.batch_size if limit is None else min(self.batch_size, limit - len(seen))
+            batch = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=wanted,
+                VisibilityTimeout=self.visibility,
+                WaitTimeSeconds=self.wait_seconds,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            fresh = []
+            for raw in batch:
+                message_id = raw.get("MessageId", "")
+                self._held[message_id] = raw.get("ReceiptHandle", "")
+                if message_id not in seen:
+                    seen.add(message_id)
+                    fresh.append(raw)
+            empties = 0 if fresh else empties + 1
+            for raw in fresh:
+                self.seen += 1
+                yield decode(raw)
+
+    def handle(self, message: ExhaustedMessage) -> str:
+        return self._held.get(message.message_id, message.receipt_handle)
+
+    def forget(self, message: ExhaustedMessage) -> None:
+        self._held.pop(message.message_id, None)
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def release_all(self) -> list[str]:
+        """Make every held message visible again now; returns the ids that could not be released
+        (they come back by themselves when their visibility timeout ends)."""
+        failed: list[str] = []
+        items = list(self._held.items())
+        for start in range(0, len(items), 10):
+            chunk = items[start : start + 10]
+            entries = [
+                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                for i, (_mid, handle) in enumerate(chunk)
+            ]
+            try:
+                response = self.sqs.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)  # type: ignore[arg-type]
+            except (ClientError, BotoCoreError):
+                failed.extend(mid for mid, _ in chunk)
+                continue
+            failed.extend(chunk[int(f["Id"])][0] for f in response.get("Failed", []))
+        self._held.clear()
+        return failed
+
+
+# --- inspect ----------------------------------------------------------------------------------------
+
+
+def _age_bucket(age: float | None) -> str:
+    if age is None:
+        return "unknown"
+    return next(label for limit, label in AGE_BUCKETS if age < limit)
+
+
+@dataclass
+class Inspection:
+    queue_url: str
+    scanned: int
+    approximate_visible: int | None
+    approximate_in_flight: int | None
+    by_outcome: Counter[str]
+    by_error_type: Counter[str]
+    by_source: Counter[str]
+    by_origin: Counter[str]
+    by_age: dict[str, int]
+    oldest: list[ExhaustedMessage]
+    now: datetime
+    limit_reached: bool = False
+    not_released: list[str] = field(default_factory=list)
+    max_receive_count: int | None = None  # this queue's own redrive policy: a receive counts
+
+
+def summarize(messages: Sequence[ExhaustedMessage], now: datetime, *, oldest: int) -> dict[str, Any]:
+    """Counts by outcome, error type, source, origin and age bucket, and the ``oldest`` oldest. Pure."""
+    ages = [m.age_seconds(now) for m in messages]
+    by_age = {label: 0 for _limit, label in AGE_BUCKETS}
+    for age in ages:
+        bucket = _age_bucket(age)
+        by_age[bucket] = by_age.get(bucket, 0) + 1
+    ordered = sorted(messages, key=lambda m: (m.sent_at is None, m.sent_at or now, m.message_id))
+    return {
+        "by_outcome": Counter(m.outcome for m in messages),
+        "by_error_type": Counter(m.error_type or "-" for m in messages),
+        "by_source": Counter(m.source or "-" for m in messages),
+        "by_origin": Counter(m.origin for m in messages),
+        "by_age": by_age,
+        "oldest": ordered[:oldest],
+    }
+
+
+def attribute_int(attributes: Mapping[Any, str], name: str) -> int | None:
+    value = attributes.get(name)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def inspect(
     sqs: SQSClient,
     queue_url: str,
     *,
-    limit: int,
-    visibility: int = 60,
-    empty_polls: int = 2,
+    limit: int = 1000,
+    oldest: int = 10,
+    clock: Clock | None = None,
     wait_seconds: int = 1,
-) -> Iterator[ExhaustedMessage]:
-    """Receive up to ``limit`` distinct messages, each hidden for ``visibility`` seconds so one scan
-    never sees a message twice; stops after ``empty_polls`` empty receives in a row. Callers release
-    what they keep, after the scan."""
-    seen: set[str] = set()
-    empties = 0
-    while len(seen) < limit and empties < empty_polls:
-        batch = _receive(sqs, queue_url, visibility, limit - len(seen), wait_seconds)
-        fresh = [raw for raw in batch if raw.get("MessageId", "") not in seen]
-        if not fresh:
-            empties += 1
-            continue
-        empties = 0
-        for raw in fresh:
-            seen.add(raw.get("MessageId", ""))
-            yield decode(raw)
-
-
-def release(sqs: SQSClient, queue_url: str, message: ExhaustedMessage) -> None:
-    sqs.change_message_visibility(
-        QueueUrl=queue_url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=0
+    visibility: int = 60,
+) -> Inspection:
+    """Look at up to ``limit`` messages and put every one back at once (visibility 0)."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "RedrivePolicy",
+        ],
+    ).get("Attributes", {})
+    max_receive: int | None = None
+    if attributes.get("RedrivePolicy"):
+        try:
+            max_receive = int(json.loads(attributes["RedrivePolicy"]).get("maxReceiveCount"))
+        except (ValueError, TypeError, AttributeError):
+            max_receive = None
+    scan = Scan(sqs, queue_url, visibility=visibility, wait_seconds=wait_seconds)
+    messages: list[ExhaustedMessage] = []
+    try:
+        messages.extend(scan.messages(limit))
+    finally:
+        not_released = scan.release_all()
+    now = (clock or SystemClock()).now()
+    summary = summarize(messages, now, oldest=oldest)
+    return Inspection(
+        queue_url=queue_url,
+        scanned=len(messages),
+        approximate_visible=attribute_int(attributes, "ApproximateNumberOfMessages"),
+        approximate_in_flight=attribute_int(attributes, "ApproximateNumberOfMessagesNotVisible"),
+        now=now,
+        limit_reached=len(messages) >= limit,
+        not_released=not_released,
+        max_receive_count=max_receive,
+        **summary,
     )
+
+
+# --- redrive ----------------------------------------------------------------------------------------
+
+
+def _source_matches(wanted: str, source: str) -> bool:
+    # An ARN, or its last part (a queue or function name) for convenience.
+    return bool(source) and (wanted == source or source.rsplit(":", 1)[-1] == wanted)
+
+
+def matches(message: ExhaustedMessage, options: RedriveOptions, now: datetime) -> bool:
+    """Whether the filters of ``options`` select ``message`` (all given filters must hold)."""
+    if options.outcomes and message.outcome not in options.outcomes:
+        return False
+    if options.error_types and message.error_type not in options.error_types:
+        return False
+    if options.sources and not any(_source_matches(s, message.source) for s in options.sources):
+        return False
+    if options.older_than is not None or options.newer_than is not None:
+        age = message.age_seconds(now)
+        if age is None:
+            return False
+        if options.older_than is not None and age <= options.older_than:
+            return False
+        if options.newer_than is not None and age >= options.newer_than:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """What goes back for one message: body, attributes (envelope form) and how."""
+
+    body: str
+    attributes: dict[str, Any]
+    form: str  # "next-attempt" (history kept), "original" (fresh budget), "verbatim" (as it was here)
+    note: str = ""
+
+
+def _redrive_entry(message: ExhaustedMessage, now: datetime) -> dict[str, Any]:
+    return {
+        "at": message.exhausted_at
+        if message.exhausted_at.endswith("Z")
+        else now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "error_type": message.error_type,
+        "error": message.error[:ERROR_TEXT_LIMIT],
+        "delay_seconds": 0,
+        "transport": "redrive",
+    }
+
+
+def outgoing_message(
+    message: ExhaustedMessage,
+    *,
+    reset_attempts: bool,
+    now: datetime,
+    max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> OutgoingMessage:
+    """The message to send back for ``message`` (see the module docstring)."""
+    original = OutgoingMessage(message.body, dict(message.attributes), "original")
+    if message.kind == "plain":
+        attributes = dict(message.raw_attributes)
+        if message.origin == "scheduler-dlq":
+            attributes = {k: v for k, v in attributes.items() if k not in SCHEDULER_DLQ_ATTRIBUTES}
+        return OutgoingMessage(message.raw_body, attributes, "verbatim")
+    if message.kind == "retry-envelope":
+        if reset_attempts:
+            return original
+        return OutgoingMessage(message.raw_body, {}, "verbatim")
+    if reset_attempts:
+        return original
+    if message.kind == "compact":
+        return OutgoingMessage(
+            message.body,
+            dict(message.attributes),
+            "original",
+            "history not kept: the message was too large for an envelope",
+        )
+    if message.attempt + 1 > MAX_ATTEMPT:
+        return OutgoingMessage(
+            message.body,
+            dict(message.attributes),
+            "original",
+            f"attempt {message.attempt} is the last one an envelope can carry",
+        )
+    meta = {
+        "v": VERSION,
+        "id": message.envelope_id,
+        "attempt": message.attempt + 1,
+        "first_failed_at": message.first_failed_at,
+        "source": message.source,
+        "history": [*message.history, _redrive_entry(message, now)][-HISTORY_LIMIT:],
+    }
+    body = encode(
+        cast("Envelope", {ENVELOPE_KEY: meta, "body": message.body, "attributes": message.attributes})
+    )
+    if sqs_message_size(body) > max_bytes:
+        return OutgoingMessage(
+            message.body,
+            dict(message.attributes),
+            "original",
+            f"history not kept: the envelope would exceed the destination's {max_bytes} bytes",
+        )
+    return OutgoingMessage(body, {}, "next-attempt")
+
+
+class Pacer:
+    """At most ``rate`` calls per second: each call waits until one interval after the previous one
+    (no bursts to catch up after a slow call)."""
+
+    def __init__(
+        self, rate: float | None, monotonic: Callable[[], float], sleep: Callable[[float], None]
+    ) -> None:
+        self.interval = 0.0 if rate is None else 1.0 / rate
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self._next: float | None = None
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        now = self.monotonic()
+        if self._next is not None and self._next > now:
+            self.sleep(self._next - now)
+            now = self._next
+        self._next = now + self.interval
 
 
 @dataclass
 class RedriveReport:
-    redriven: list[ExhaustedMessage] = field(default_factory=list)
+    dry_run: bool = False
+    moved: list[ExhaustedMessage] = field(default_factory=list)  # or "would move" in a dry run
     skipped: list[ExhaustedMessage] = field(default_factory=list)
     failed: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)
+    duplicated: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)  # sent, not deleted
+    notes: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)
+    stopped: str | None = None  # why the pass ended early; the rest stayed in place
+    not_released: list[str] = field(default_factory=list)
+    send_times: list[float] = field(default_factory=list)  # monotonic, after each send
+
+    @property
+    def redriven(self) -> list[ExhaustedMessage]:
+        return self.moved
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed and not self.duplicated and self.stopped is None
+
+    def measured_rate(self) -> float | None:
+        """Sends per second between the first and the last send."""
+        if len(self.send_times) < 2:
+            return None
+        span = self.send_times[-1] - self.send_times[0]
+        return (len(self.send_times) - 1) / span if span > 0 else None
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "moved": len(self.moved),
+            "skipped": len(self.skipped),
+            "failed": len(self.failed),
+            "duplicated": len(self.duplicated),
+        }
+
+
+Sender = Callable[[ExhaustedMessage, OutgoingMessage], None]
+
+
+def sqs_sender(sqs: SQSClient, queue_url: str, *, message_group_id: str | None = None) -> Sender:
+    """Send to an SQS queue; a FIFO queue gets a group id (given, the message's own, or its id) and a
+    deduplication id derived from the redriven message's id, so a resend after a crash is dropped."""
+    fifo = queue_url.endswith(".fifo")
+
+    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> None:
+        params: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": outgoing.body}
+        attributes = api_attributes(outgoing.attributes)
+        if attributes:
+            params["MessageAttributes"] = attributes
+        if fifo:
+            params["MessageGroupId"] = message_group_id or message.group_id or message.envelope_id[:128]
+            params["MessageDeduplicationId"] = hashlib.sha256(
+                f"redrive:{message.message_id}".encode()
+            ).hexdigest()
+        sqs.send_message(**params)
+
+    return send
+
+
+def _message_level(exc: BaseException) -> bool:
+    if isinstance(exc, ClientError):
+        return exc.response.get("Error", {}).get("Code", "") in MESSAGE_ERRORS
+    # Our own conversion of a corrupt attribute, or boto3 refusing the parameters before sending.
+    return isinstance(exc, ValueError | KeyError | TypeError | ParamValidationError)
+
+
+def _destination_max_bytes(sqs: SQSClient, queue_url: str) -> int:
+    try:
+        value = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MaximumMessageSize"])[
+            "Attributes"
+        ]
+        return int(value.get("MaximumMessageSize", DEFAULT_MAX_MESSAGE_BYTES))
+    except (ClientError, BotoCoreError, ValueError, KeyError):
+        return DEFAULT_MAX_MESSAGE_BYTES  # the smallest SQS maximum: an envelope that fits it fits any queue
 
 
 def redrive(
     sqs: SQSClient,
+    options: RedriveOptions,
     *,
-    from_queue_url: str,
-    to_queue_url: str,
-    limit: int,
-    select: Callable[[ExhaustedMessage], bool] = lambda _m: True,
-    dry_run: bool = False,
-    message_group_id: str | None = None,
+    clock: Clock | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    sender: Sender | None = None,
+    select: Callable[[ExhaustedMessage], bool] | None = None,
+    on_progress: Callable[[RedriveReport], None] | None = None,
+    should_stop: Callable[[], str | None] | None = None,
     wait_seconds: int = 1,
+    visibility: int = 120,
 ) -> RedriveReport:
-    """Send selected exhausted messages back to ``to_queue_url`` with a fresh retry budget."""
-    report = RedriveReport()
-    fifo = to_queue_url.endswith(".fifo")
-    keep: list[ExhaustedMessage] = []
-    for message in iter_exhausted(sqs, from_queue_url, limit=limit, wait_seconds=wait_seconds):
-        if dry_run or not select(message):
-            (report.redriven if dry_run and select(message) else report.skipped).append(message)
-            keep.append(message)
-            continue
-        params: dict[str, Any] = {"QueueUrl": to_queue_url, "MessageBody": message.body}
-        if fifo:
-            params["MessageGroupId"] = message_group_id or message.envelope_id
-            params["MessageDeduplicationId"] = f"redrive-{message.message_id}"[:128]
-        try:
-            attributes = api_attributes(message.attributes)  # a corrupt attribute fails this message only
-            if attributes:
-                params["MessageAttributes"] = attributes
-            sqs.send_message(**params)
-        except Exception as exc:  # the message stays in the exhausted queue: nothing is lost
-            report.failed.append((message, f"{type(exc).__name__}: {exc}"))
-            keep.append(message)
-            continue
-        sqs.delete_message(QueueUrl=from_queue_url, ReceiptHandle=message.receipt_handle)
-        report.redriven.append(message)
-    for message in keep:
-        release(sqs, from_queue_url, message)
+    """Move the messages of ``options.from_queue_url`` that the filters (and ``select``) pick.
+
+    ``sender`` replaces the SQS destination (e.g. the self-healing pattern's redrive to a function);
+    ``should_stop`` returns a reason to end the pass early (a Lambda's time budget)."""
+    if options.native:
+        raise ValueError("a native redrive is check_native() + start_native(), not redrive()")
+    clock = clock or SystemClock()
+    report = RedriveReport(dry_run=options.dry_run)
+    if sender is None:
+        if options.to_queue_url is None:
+            raise ValueError("a redrive needs to_queue_url or a sender")
+        sender = sqs_sender(sqs, options.to_queue_url, message_group_id=options.message_group_id)
+    max_bytes = DEFAULT_MAX_MESSAGE_BYTES
+    if not options.reset_attempts and not options.dry_run and options.to_queue_url is not None:
+        max_bytes = _destination_max_bytes(sqs, options.to_queue_url)
+    pacer = Pacer(options.rate, monotonic, sleep)
+    # Receive no more than can be sent while they are hidden, so a slow rate never lets one reappear.
+    batch = 10 if options.rate is None else max(1, min(10, int(options.rate * visibility / 2)))
+    scan = Scan(
+        sqs, options.from_queue_url, visibility=visibility, wait_seconds=wait_seconds, batch_size=batch
+    )
+    try:
+        for message in scan.messages():
+            reason = should_stop() if should_stop is not None else None
+            if reason:
+                report.stopped = reason
+                break
+            if not matches(message, options, clock.now()) or (select is not None and not select(message)):
+                report.skipped.append(message)
+                continue
+            if options.dry_run:
+                report.moved.append(message)
+            elif not _move(
+                sqs,
+                options=options,
+                message=message,
+                scan=scan,
+                sender=sender,
+                pacer=pacer,
+                clock=clock,
+                max_bytes=max_bytes,
+                monotonic=monotonic,
+                report=report,
+            ):
+                break
+            if on_progress is not None:
+                on_progress(report)
+            if (
+                options.max_messages is not None
+                and len(report.moved) + len(report.failed) >= options.max_messages
+            ):
+                break
+    finally:
+        report.not_released = scan.release_all()
     return report
+
+
+def _move(
+    sqs: SQSClient,
+    *,
+    options: RedriveOptions,
+    message: ExhaustedMessage,
+    scan: Scan,
+    sender: Sender,
+    pacer: Pacer,
+    clock: Clock,
+    max_bytes: int,
+    monotonic: Callable[[], float],
+    report: RedriveReport,
+) -> bool:
+    """Send, then delete, one message; False ends the pass (the rest stays in place)."""
+    try:
+        outgoing = outgoing_message(
+            message, reset_attempts=options.reset_attempts, now=clock.now(), max_bytes=max_bytes
+        )
+        pacer.wait()
+        sender(message, outgoing)
+    except Exception as exc:  # nothing was sent: the message stays where it is
+        report.failed.append((message, describe_error(exc)))
+        if _message_level(exc):
+            return True
+        report.stopped = f"send failed: {describe_error(exc)}"
+        return False
+    report.send_times.append(monotonic())
+    if outgoing.note:
+        report.notes.append((message, outgoing.note))
+    try:
+        sqs.delete_message(QueueUrl=options.from_queue_url, ReceiptHandle=scan.handle(message))
+    except Exception as exc:  # sent but not deleted: a duplicate, never a loss
+        report.moved.append(message)
+        report.duplicated.append((message, describe_error(exc)))
+        report.stopped = f"delete failed after a successful send: {describe_error(exc)}"
+        return False
+    scan.forget(message)
+    report.moved.append(message)
+    return True

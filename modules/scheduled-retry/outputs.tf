@@ -82,3 +82,13 @@ output "retry_policy_json" {
   description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY."
   value       = local.policy_json
 }
+
+output "operator_function_name" {
+  description = "The operator's redrive function (invoke with the options of serverless-retry redrive as JSON), or null when operator_redrive is off."
+  value       = local.operator ? aws_lambda_function.operator[0].function_name : null
+}
+
+output "operator_function_arn" {
+  description = "ARN of the operator's redrive function, or null when operator_redrive is off."
+  value       = local.operator ? aws_lambda_function.operator[0].arn : null
+}

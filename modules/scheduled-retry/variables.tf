@@ -312,3 +312,32 @@ variable "tags" {
   default     = {}
   nullable    = false
 }
+
+variable "operator_redrive" {
+  description = <<-EOT
+    The operator's redrive function (serverless_retry.handlers.redrive_queue), off by default. With
+    enabled = true the module deploys <name>-redrive from the same package: invoke it with the options
+    of `serverless-retry redrive` as a JSON event to move messages from the retry-exhausted queue or the
+    DLQ back to the source queue from inside AWS. It stops 10 s before its timeout, leaving the rest in
+    place; invoke it again to go on.
+  EOT
+  type = object({
+    enabled                 = optional(bool, false)
+    timeout                 = optional(number, 300)
+    memory_size             = optional(number, 256)
+    logs_kms_key_arn        = optional(string)
+    environment_kms_key_arn = optional(string)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.operator_redrive.timeout >= 30 && var.operator_redrive.timeout <= 900
+    error_message = "operator_redrive.timeout must be 30 to 900 seconds (Lambda's maximum); the function stops 10 s before it, so below 30 s a pass would barely start."
+  }
+
+  validation {
+    condition     = var.operator_redrive.memory_size >= 128 && var.operator_redrive.memory_size <= 10240
+    error_message = "operator_redrive.memory_size must be 128 to 10240 MB (Lambda's range); 256 is plenty for a redrive."
+  }
+}

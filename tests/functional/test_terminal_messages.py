@@ -14,6 +14,7 @@ from serverless_retry.envelope import sqs_message_size
 from serverless_retry.errors import ConfigError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
 from serverless_retry.queue_redrive import decode, redrive
+from serverless_retry.redrive_options import options_from_mapping
 from serverless_retry.terminal import FRAME_OVERHEAD_BYTES
 
 from .conftest import Stack, event_from, failure_ids, make_consumer
@@ -126,14 +127,15 @@ def test_redrive_selects_it_by_outcome_and_restores_it_exactly(stack: Stack, clo
     consumer(event_from([received], stack.queue_arn))
     stack.sqs.delete_message(QueueUrl=stack.queue_url, ReceiptHandle=received["ReceiptHandle"])
 
-    report = redrive(
-        stack.sqs,
-        from_queue_url=stack.exhausted_url,
-        to_queue_url=stack.queue_url,
-        limit=10,
-        select=lambda m: m.outcome == "too-large-to-retry",
-        wait_seconds=0,
+    options = options_from_mapping(
+        {
+            "from_queue_url": stack.exhausted_url,
+            "to_queue_url": stack.queue_url,
+            "outcome": "too-large-to-retry",
+        }
     )
+    clock.advance(0.001)  # moto shows a message released at this very millisecond only once it has passed
+    report = redrive(stack.sqs, options, clock=clock, wait_seconds=0)
 
     assert [m.outcome for m in report.redriven] == ["too-large-to-retry"]
     [back] = stack.receive(stack.queue_url)

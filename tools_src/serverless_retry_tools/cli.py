@@ -1,20 +1,45 @@
-"""The ``serverless-retry`` command: simulate a policy, inspect and redrive the exhausted queue, and
-(with the ``local`` extra) run the local emulator and the demo. One module per subcommand, under
-:mod:`serverless_retry_tools.commands` and :mod:`serverless_retry_tools.local.cli`."""
+"""The ``serverless-retry`` command: simulate a policy, inspect and redrive the retry-exhausted queue or
+a DLQ, and (with the ``local`` extra) run the local emulator and the demo. One module per subcommand,
+under :mod:`serverless_retry_tools.commands` and :mod:`serverless_retry_tools.local.cli`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from serverless_retry.errors import PolicyError
+from serverless_retry.redrive_options import OptionsError
 
 from serverless_retry_tools.commands import inspect_queue, redrive, simulate
+from serverless_retry_tools.policy_input import PolicyFileError
+
+EPILOG = """\
+Each command's --help shows examples. Tables and progress bars use rich when it is installed
+(pip install 'serverless-retry[ops]'), plain text otherwise; colours only on a terminal.
+
+exit status:
+  0  ok
+  1  partial failure: some messages failed or a run stopped early (nothing is lost), an AWS error,
+     or the output pipe closed early (e.g. | head)
+  2  usage error: a nonsense argument, an invalid policy, a missing policy file
+"""
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command-line mistake found after parsing (exit 2, one line)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="serverless-retry", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="serverless-retry",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (simulate, inspect_queue, redrive):
         command.register(sub)
@@ -27,13 +52,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-") if option != "event" else option
+
+
+def _aws_error(exc: BaseException) -> str:
+    from serverless_retry.queue_redrive import describe_error
+
+    operation = getattr(exc, "operation_name", "")
+    return f"AWS {operation + ': ' if operation else ''}{describe_error(exc)}"
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    args = build_parser().parse_args(argv)  # argparse exits 2 with a usage line on a bad argument
     try:
         return int(args.func(args))
     except PolicyError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except OptionsError as exc:
+        print(f"error: {_flag(exc.option)}: {exc.problem}", file=sys.stderr)
+    except (UsageError, PolicyFileError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except (ClientError, BotoCoreError) as exc:
+        print(f"error: {_aws_error(exc)}", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PARTIAL
+    except KeyboardInterrupt:
+        print("interrupted (anything not moved is still where it was)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

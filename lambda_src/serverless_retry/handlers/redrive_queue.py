@@ -1,0 +1,124 @@
+"""Lambda entry point of the operator's redrive: ``serverless_retry.handlers.redrive_queue.handler``.
+
+The same redrive as ``serverless-retry redrive``, run inside AWS. Invoke it with the command's
+options as a JSON event (snake_case names, see :mod:`serverless_retry.redrive_options`)::
+
+    {"outcome": ["exhausted"], "error_type": "TimeoutError", "older_than": "1h",
+     "max": 500, "rate": 20, "dry_run": true}
+
+The queues come from the environment that ``modules/scheduled-retry`` sets when its operator function
+is on: ``SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS`` (comma-separated; the first is the default
+``from_queue_url``) and ``SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL``. An event naming any other queue is
+refused: the function's role reaches only these. The pass stops ``TIME_MARGIN_MS`` before the
+function's timeout and leaves the rest in place (``"complete": false``: invoke it again).
+``"native": true`` starts a StartMessageMoveTask and returns its handle without waiting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger
+
+from serverless_retry.aws import BOTO_CONFIG
+from serverless_retry.clock import SystemClock
+from serverless_retry.native_redrive import check_native, start_native
+from serverless_retry.queue_redrive import RedriveReport, redrive
+from serverless_retry.redrive_options import OptionsError, RedriveOptions, options_from_mapping
+
+__all__ = ["ENV_FROM_QUEUE_URLS", "ENV_TO_QUEUE_URL", "TIME_MARGIN_MS", "handler", "run"]
+
+ENV_FROM_QUEUE_URLS = "SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS"
+ENV_TO_QUEUE_URL = "SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL"
+TIME_MARGIN_MS = 10_000  # release what the pass holds and answer before the timeout
+LISTED_MESSAGES = 100  # the response lists at most this many moved messages
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "serverless-retry-redrive"))
+
+
+def _allowed(environ: Mapping[str, str]) -> tuple[list[str], str | None]:
+    sources = [u.strip() for u in environ.get(ENV_FROM_QUEUE_URLS, "").split(",") if u.strip()]
+    return sources, environ.get(ENV_TO_QUEUE_URL) or None
+
+
+def options_for(event: Mapping[str, Any], environ: Mapping[str, str]) -> RedriveOptions:
+    """The event's options with the queues defaulted from, and confined to, the environment."""
+    if not isinstance(event, Mapping):
+        raise OptionsError("event", f"expected a JSON object of redrive options, got {type(event).__name__}")
+    sources, target = _allowed(environ)
+    data = dict(event)
+    if sources:
+        data.setdefault("from_queue_url", sources[0])
+        if data["from_queue_url"] not in sources:
+            raise OptionsError("from_queue_url", f"this function redrives only from {', '.join(sources)}")
+    if target:
+        if data.get("to_queue_url") not in (None, target):
+            raise OptionsError("to_queue_url", f"this function redrives only to {target}")
+        # A native move without a destination returns each message to its origin: keep that choice.
+        if not data.get("native"):
+            data.setdefault("to_queue_url", target)
+    return options_from_mapping(data)
+
+
+def _summary(report: RedriveReport) -> dict[str, Any]:
+    rate = report.measured_rate()
+    return {
+        "dry_run": report.dry_run,
+        "complete": report.complete,
+        "stopped": report.stopped,
+        **report.counts(),
+        "measured_rate": round(rate, 2) if rate is not None else None,
+        "messages": [
+            {
+                "id": m.envelope_id,
+                "message_id": m.message_id,
+                "outcome": m.outcome,
+                "error_type": m.error_type,
+            }
+            for m in report.moved[:LISTED_MESSAGES]
+        ],
+        "failures": [{"message_id": m.message_id, "error": why} for m, why in report.failed],
+        "duplicated": [{"message_id": m.message_id, "error": why} for m, why in report.duplicated],
+        "notes": [{"message_id": m.message_id, "note": note} for m, note in report.notes],
+    }
+
+
+def run(
+    event: Mapping[str, Any], context: Any, *, sqs: Any = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    options = options_for(event, os.environ if environ is None else environ)
+    sqs = sqs or boto3.client("sqs", config=BOTO_CONFIG)
+    if options.native:
+        check = check_native(sqs, options.from_queue_url, options.to_queue_url)
+        result: dict[str, Any] = {
+            "native": True,
+            "applies": check.applies,
+            "problems": list(check.problems),
+            "warnings": list(check.warnings),
+            "approximate_messages": check.approximate_messages,
+            "dry_run": options.dry_run,
+        }
+        if check.applies and not options.dry_run:
+            result["task_handle"] = start_native(sqs, check, rate=options.rate)
+        return result
+
+    def out_of_time() -> str | None:
+        remaining = context.get_remaining_time_in_millis() if context is not None else None
+        return (
+            "time budget: invoke again for the rest"
+            if remaining is not None and remaining < TIME_MARGIN_MS
+            else None
+        )
+
+    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time)
+    summary = _summary(report)
+    logger.info("redrive finished", extra={k: v for k, v in summary.items() if not isinstance(v, list)})
+    return summary
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    return run(event, context)

@@ -1,0 +1,172 @@
+# The operator's redrive as a Lambda (serverless_retry.handlers.redrive_queue), off by default: on-call
+# engineers invoke it with the options of `serverless-retry redrive` as a JSON event, inside AWS. It may
+# only read the retry-exhausted queue and the DLQ and send to the source queue.
+
+locals {
+  operator         = var.operator_redrive.enabled
+  operator_name    = "${var.name}-redrive"
+  operator_sources = [module.queue.exhausted_queue_arn, module.queue.dlq_arn]
+}
+
+# Concern: who may assume the role.
+data "aws_iam_policy_document" "operator_trust" {
+  count = local.operator ? 1 : 0
+
+  statement {
+    sid     = "LambdaAssumesRole"
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+# Concern: taking messages out of the two queues an operator redrives from (and putting back the rest).
+data "aws_iam_policy_document" "operator_read" {
+  count = local.operator ? 1 : 0
+
+  statement {
+    sid = "ReadExhaustedAndDeadLetterQueues"
+    actions = [
+      "sqs:ReceiveMessage",
+      "sqs:DeleteMessage",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+    ]
+    resources = local.operator_sources
+  }
+}
+
+# Concern: sending redriven messages back to the source queue, and nowhere else.
+data "aws_iam_policy_document" "operator_send" {
+  count = local.operator ? 1 : 0
+
+  statement {
+    sid       = "SendToSourceQueue"
+    actions   = ["sqs:SendMessage", "sqs:GetQueueAttributes"]
+    resources = [module.queue.queue_arn]
+  }
+}
+
+# Concern: SQS's own move task ("native"), which applies to the DLQ only (it is the one a redrive
+# policy feeds); ListDeadLetterSourceQueues is how the function checks that before starting.
+data "aws_iam_policy_document" "operator_native" {
+  count = local.operator ? 1 : 0
+
+  statement {
+    sid = "MoveTaskOutOfDeadLetterQueue"
+    actions = [
+      "sqs:StartMessageMoveTask",
+      "sqs:ListMessageMoveTasks",
+      "sqs:CancelMessageMoveTask",
+      "sqs:ListDeadLetterSourceQueues",
+    ]
+    resources = [module.queue.dlq_arn]
+  }
+}
+
+# Concern: writing the function's own logs.
+data "aws_iam_policy_document" "operator_logs" {
+  count = local.operator ? 1 : 0
+
+  statement {
+    sid       = "WriteOwnLogs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.operator[0].arn}:log-stream:*"]
+  }
+}
+
+# Concern: SSE-KMS queues. Reading needs Decrypt; sending needs GenerateDataKey (and Decrypt).
+data "aws_iam_policy_document" "operator_kms" {
+  count = local.operator ? 1 : 0
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+    content {
+      sid       = "UseQueueKey"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "operator" {
+  count = local.operator ? 1 : 0
+
+  source_policy_documents = [
+    data.aws_iam_policy_document.operator_read[0].json,
+    data.aws_iam_policy_document.operator_send[0].json,
+    data.aws_iam_policy_document.operator_native[0].json,
+    data.aws_iam_policy_document.operator_logs[0].json,
+    data.aws_iam_policy_document.operator_kms[0].json,
+  ]
+}
+
+resource "aws_iam_role" "operator" {
+  count = local.operator ? 1 : 0
+
+  name                 = local.operator_name
+  description          = "serverless-retry operator redrive ${var.name}: moves messages from the exhausted queue and DLQ back to the source queue."
+  assume_role_policy   = data.aws_iam_policy_document.operator_trust[0].json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "operator" {
+  count = local.operator ? 1 : 0
+
+  name   = "serverless-retry-operator-redrive"
+  role   = aws_iam_role.operator[0].id
+  policy = data.aws_iam_policy_document.operator[0].json
+}
+
+resource "aws_cloudwatch_log_group" "operator" {
+  count = local.operator ? 1 : 0
+  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs), as for the consumer; set 365 or more where a compliance regime requires it.
+
+  name              = "/aws/lambda/${local.operator_name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.operator_redrive.logs_kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_lambda_function" "operator" {
+  count = local.operator ? 1 : 0
+  #checkov:skip=CKV_AWS_116:An operator invokes it synchronously (aws lambda invoke) and reads the report it returns; a function DLQ only catches asynchronous invocations, and a failed redrive leaves every message where it was.
+  #checkov:skip=CKV_AWS_117:It calls only the SQS API; running it in a VPC would add NAT or endpoint requirements and protect nothing.
+  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path whose hash Terraform pins through source_code_hash, as for the consumer.
+
+  function_name    = local.operator_name
+  description      = "serverless-retry operator redrive: invoke with the options of serverless-retry redrive as a JSON event."
+  role             = aws_iam_role.operator[0].arn
+  filename         = var.package
+  source_code_hash = filebase64sha256(var.package)
+  handler          = "serverless_retry.handlers.redrive_queue.handler"
+  runtime          = var.runtime
+  architectures    = [var.architecture]
+  memory_size      = var.operator_redrive.memory_size
+  timeout          = var.operator_redrive.timeout
+  kms_key_arn      = var.operator_redrive.environment_kms_key_arn
+
+  # One pass at a time: two would only compete for the same messages.
+  reserved_concurrent_executions = 1
+
+  environment {
+    variables = {
+      SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS = join(",", [module.queue.exhausted_queue_url, module.queue.dlq_url])
+      SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL    = module.queue.queue_url
+      POWERTOOLS_SERVICE_NAME                  = local.operator_name
+      POWERTOOLS_LOG_LEVEL                     = var.log_level
+    }
+  }
+
+  tracing_config {
+    mode = "PassThrough"
+  }
+
+  tags = var.tags
+
+  depends_on = [aws_cloudwatch_log_group.operator, aws_iam_role_policy.operator]
+}

@@ -1,0 +1,108 @@
+"""A PNG of a message's retries: attempts on a time axis, each wait coloured by its transport, the
+budget (max attempts, max age) as lines. Needs matplotlib, the ``plot`` extra."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+from serverless_retry_tools.attempt_rows import AttemptRow
+
+__all__ = ["TRANSPORT_COLOURS", "plot_timeline"]
+
+TRANSPORT_COLOURS = {
+    "sqs-delay": "#1f77b4",
+    "scheduler": "#ff7f0e",
+    "visibility": "#2ca02c",
+    "sqs-hops": "#9467bd",
+}
+FINAL_COLOUR = "#d62728"
+WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 100  # 800 x 450 pixels
+
+
+def _unit(span: float) -> tuple[float, str]:
+    for size, name in ((86_400, "days"), (3600, "hours"), (60, "minutes")):
+        if span >= 3 * size:
+            return float(size), name
+    return 1.0, "seconds"
+
+
+def plot_timeline(
+    rows: Sequence[AttemptRow],
+    path: str | Path,
+    *,
+    max_attempts: int | None = None,
+    max_age_seconds: float | None = None,
+    title: str = "retry timeline",
+) -> Path:
+    """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path."""
+    if not rows:
+        raise ValueError("no attempts to draw")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: no display needed
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise RuntimeError("--plot needs matplotlib: pip install 'serverless-retry[plot]'") from exc
+
+    span = max([r.at_seconds for r in rows] + [max_age_seconds or 0.0, 1.0])
+    size, unit = _unit(span)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
+    try:
+        used: set[str] = set()
+        for row, following in itertools.pairwise(rows):
+            transport = row.transport or "sqs-delay"
+            colour = TRANSPORT_COLOURS.get(transport, "#7f7f7f")
+            label = transport if transport not in used else None
+            used.add(transport)
+            ax.plot(
+                [row.at_seconds / size, following.at_seconds / size],
+                [row.attempt, following.attempt],
+                color=colour,
+                linewidth=2.5,
+                label=label,
+            )
+        ax.scatter(
+            [r.at_seconds / size for r in rows], [r.attempt for r in rows], color="black", zorder=3, s=18
+        )
+        last = rows[-1]
+        if not last.retried:
+            ax.scatter(
+                [last.at_seconds / size],
+                [last.attempt],
+                color=FINAL_COLOUR,
+                zorder=4,
+                s=60,
+                marker="X",
+                label=last.action,
+            )
+        if max_attempts is not None:
+            ax.axhline(
+                max_attempts,
+                color="#555555",
+                linestyle="--",
+                linewidth=1,
+                label=f"max_attempts {max_attempts}",
+            )
+        if max_age_seconds is not None:
+            ax.axvline(
+                max_age_seconds / size,
+                color="#555555",
+                linestyle=":",
+                linewidth=1.2,
+                label=f"max_age {max_age_seconds:g} s",
+            )
+        ax.set_xlabel(f"time since the first delivery ({unit})")
+        ax.set_ylabel("attempt")
+        ax.set_yticks(range(1, max([r.attempt for r in rows] + [max_attempts or 0]) + 1))
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        target = Path(path)
+        fig.savefig(target, format="png", dpi=DPI)
+    finally:
+        plt.close(fig)
+    return target
