@@ -27,7 +27,7 @@ START = "2026-11-30T10:00:00Z"
 def _run(
     capsys: pytest.CaptureFixture[str], *args: str, policy: object = POLICY
 ) -> tuple[int, list[list[str]]]:
-    code = cli.main(["simulate", "--policy", json.dumps(policy), "--start", START, *args])
+    code = cli.main(["simulate", "--policy", json.dumps(policy), "--start", START, "--no-cost", *args])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("first failure at 2026-11-30T10:00:00Z (--start)")
     return code, [line.split() for line in lines[2:]]
@@ -96,9 +96,9 @@ def test_in_place_waits_stop_before_the_message_expires(capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--max-attempts", "0"], "--max-attempts: must be at least 1"),
-        (["--status", "99"], "--status: must be an HTTP status (100-599)"),
-        (["--retention", "5"], "--retention: must be an SQS retention period"),
+        (["--max-attempts", "0"], "--max-attempts: expected a whole number from 1 to 10000"),
+        (["--status", "99"], "--status: expected a whole number from 100 to 599"),
+        (["--retention", "5"], "--retention: expected a whole number from 60 to 1209600"),
         (["--start", "yesterday"], "--start: must be an ISO-8601 time"),
     ],
 )
@@ -117,7 +117,7 @@ def test_policy_from_file_missing_file_and_bad_policy(
     assert cli.main(["simulate", "--policy", str(path)]) == 0
     capsys.readouterr()
     assert cli.main(["simulate", "--policy", str(tmp_path / "nope.json")]) == 2
-    assert "no policy file" in capsys.readouterr().err
+    assert "--policy: no such file" in capsys.readouterr().err
     assert cli.main(["simulate", "--policy", '{"max_attempts": 2, "backof": {}}']) == 2
     assert "backof" in capsys.readouterr().err
 
@@ -126,7 +126,7 @@ def test_attempt_rows_are_the_data_behind_the_table() -> None:
     policy = RetryPolicy.from_dict({"max_attempts": 3, "backoff": {"strategy": "fixed", "base_seconds": 60}})
     start = datetime(2026, 11, 30, 10, tzinfo=UTC)
     rows = attempt_rows(policy, lambda: RetryableError("busy"), start=start, queue=QueueFacts())
-    assert [(r.attempt, r.action, r.delay_seconds, r.transport, r.elapsed_seconds) for r in rows] == [
+    assert [(r.attempt, r.action, r.delay_seconds, r.transport, r.at_seconds) for r in rows] == [
         (1, "retry", 60, "sqs-delay", 0.0),
         (2, "retry", 60, "sqs-delay", 60.0),
         (3, "exhausted", 0, None, 120.0),
@@ -139,3 +139,19 @@ def test_synthetic_errors_classify_like_real_ones() -> None:
     custom = synthetic_error("orders.errors.Declined", None, "", None)
     assert (type(custom).__module__, type(custom).__name__) == ("orders.errors", "Declined")
     assert not isinstance(custom, RetryableError)
+
+
+def test_cost_lines_and_timeline_come_from_the_same_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "timeline.png"
+    policy = json.dumps(POLICY)
+    code = cli.main(
+        ["simulate", "--policy", policy, "--start", START, "--error", "TimeoutError", "--plot", str(png)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "serverless-retry" in out
+    assert "Step Functions" in out
+    assert f"timeline written to {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,7 +1,6 @@
-"""The rows a policy simulation produces, one per attempt, as the cost model and the timeline read them.
-
-``simulate`` (which calls the consumer's own decision code) is the producer; until it exposes its rows
-this small type is the contract, and :func:`rows_from_delays` builds rows for tests and examples.
+"""The rows a policy simulation produces, one per attempt: ``simulate`` (which runs the consumer's own
+decision code) writes them, its table, the cost model and the timeline read them.
+:func:`rows_from_delays` builds rows by hand for tests and examples.
 """
 
 from __future__ import annotations
@@ -24,6 +23,8 @@ class AttemptRow:
     delay_seconds: int  # until the next attempt (0 unless action == "retry")
     transport: str | None  # how that wait happens: sqs-delay, scheduler, visibility, sqs-hops
     at_seconds: float  # when this attempt ran, logical seconds after the first delivery
+    hops: int = 0  # with sqs-hops: the SQS sends the wait takes (each within the hop limit); else 0
+    reason: str = ""  # the consumer's reason for the decision
 
     @property
     def retried(self) -> bool:

@@ -166,7 +166,7 @@ def serverless_retry_cost(rows: Sequence[AttemptRow], model: CostModel) -> CostL
         elif transport == "visibility":
             line.sqs_requests += model.sqs_batched()  # ChangeMessageVisibilityBatch
         elif transport == "sqs-hops":
-            hops = max(1, math.ceil(row.delay_seconds / HOP_SECONDS))
+            hops = row.hops or max(1, math.ceil(row.delay_seconds / HOP_SECONDS))
             line.sqs_requests += model.sqs_batched() * hops  # one send per hop
             early = hops - 1  # arrivals before the due time: re-delayed, processor not called
             line.sqs_requests += model.sqs_batched() * 2 * early  # their receive and delete

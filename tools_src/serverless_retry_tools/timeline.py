@@ -47,7 +47,11 @@ def plot_timeline(
     except ImportError as exc:
         raise RuntimeError("--plot needs matplotlib: pip install 'serverless-retry[plot]'") from exc
 
-    span = max([r.at_seconds for r in rows] + [max_age_seconds or 0.0, 1.0])
+    timeline = max([r.at_seconds for r in rows] + [1.0])
+    # max_age is drawn when it is near enough to matter; a budget of a day would flatten a
+    # two-minute timeline into one line, so a far one is only named in the legend.
+    age_on_chart = max_age_seconds is not None and max_age_seconds <= 2 * timeline
+    span = max(timeline, max_age_seconds or 0.0) if age_on_chart else timeline
     size, unit = _unit(span)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     try:
@@ -86,7 +90,7 @@ def plot_timeline(
                 linewidth=1,
                 label=f"max_attempts {max_attempts}",
             )
-        if max_age_seconds is not None:
+        if max_age_seconds is not None and age_on_chart:
             ax.axvline(
                 max_age_seconds / size,
                 color="#555555",
@@ -94,6 +98,8 @@ def plot_timeline(
                 linewidth=1.2,
                 label=f"max_age {max_age_seconds:g} s",
             )
+        elif max_age_seconds is not None:
+            ax.plot([], [], " ", label=f"max_age {max_age_seconds:g} s (beyond the chart)")
         ax.set_xlabel(f"time since the first delivery ({unit})")
         ax.set_ylabel("attempt")
         ax.set_yticks(range(1, max([r.attempt for r in rows] + [max_attempts or 0]) + 1))

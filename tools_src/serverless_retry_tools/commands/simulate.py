@@ -15,14 +15,12 @@ import argparse
 import builtins
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from serverless_retry import errors
 from serverless_retry.envelope import Incoming, unwrap
-from serverless_retry.errors import HttpError, PolicyError
+from serverless_retry.errors import HttpError
 from serverless_retry.planning import (
     DEFAULT_RETENTION_SECONDS,
     Copy,
@@ -35,34 +33,14 @@ from serverless_retry.planning import (
 )
 from serverless_retry.policy import RetryPolicy
 
+from serverless_retry_tools.attempt_rows import AttemptRow
+from serverless_retry_tools.commands import simulate_report
+from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, http_status, int_range
+from serverless_retry_tools.policy_input import load_policy
+
 __all__ = ["AttemptRow", "attempt_rows", "load_policy", "register", "synthetic_error"]
 
 SOURCE = "arn:aws:sqs:us-east-1:123456789012:simulated"
-
-
-@dataclass(frozen=True)
-class AttemptRow:
-    """One attempt as the consumer would handle it."""
-
-    attempt: int
-    at: datetime  # when the attempt runs (logical UTC)
-    elapsed_seconds: float  # since the first attempt
-    action: str  # retry, exhausted, non-retryable, too-large-to-retry
-    delay_seconds: int  # until the next attempt (0 unless retry)
-    transport: str | None  # sqs-delay, sqs-hops, scheduler, visibility
-    next_at: datetime | None
-    hops: int  # SQS sends the wait takes with sqs-hops (each <= 900 s); 0 otherwise
-    reason: str
-
-
-def load_policy(text: str) -> RetryPolicy:
-    """A policy from inline JSON or from a file path."""
-    if text.lstrip().startswith("{"):
-        return RetryPolicy.from_json(text)
-    path = Path(text)
-    if not path.is_file():
-        raise PolicyError("$", f"no policy file {text!r} (give a file path or inline JSON)")
-    return RetryPolicy.from_json(path.read_text())
 
 
 def synthetic_error(error_type: str, status: int | None, message: str, retry_after: str | None) -> Exception:
@@ -111,7 +89,7 @@ def attempt_rows(
         step = plan_failure(policy, queue, facts, incoming, make_error(), now=now, seed=seed)
         elapsed = (now - start).total_seconds()
         if isinstance(step, Final):
-            rows.append(AttemptRow(attempt, now, elapsed, step.outcome, 0, None, None, 0, step.reason))
+            rows.append(AttemptRow(attempt, step.outcome, 0, None, elapsed, reason=step.reason))
             return rows
         decision = step.decision
         delay = step.timeout_seconds if isinstance(step, InPlace) else step.delay_seconds
@@ -119,43 +97,11 @@ def attempt_rows(
         if isinstance(step, Copy) and step.transport == "sqs-hops":
             hops = max(1, math.ceil(delay / hop_limit(queue.retention_seconds)))
         next_at = now + timedelta(seconds=delay)
-        rows.append(
-            AttemptRow(
-                attempt, now, elapsed, "retry", delay, decision.transport, next_at, hops, decision.reason
-            )
-        )
+        rows.append(AttemptRow(attempt, "retry", delay, decision.transport, elapsed, hops, decision.reason))
         if isinstance(step, Copy):
             incoming = unwrap(step.body, {}, message_id=f"{message_id}-{attempt + 1}", source=SOURCE)
         now = next_at
     return rows
-
-
-def _positive(text: str) -> int:
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-
-
-def _status(text: str) -> int:
-    value = _integer(text)
-    if not 100 <= value <= 599:
-        raise argparse.ArgumentTypeError(f"must be an HTTP status (100-599), got {value}")
-    return value
-
-
-def _retention(text: str) -> int:
-    value = _integer(text)
-    if not 60 <= value <= 1_209_600:
-        raise argparse.ArgumentTypeError(f"must be an SQS retention period, 60-1209600 seconds, got {value}")
-    return value
 
 
 def _start(text: str) -> datetime:
@@ -197,14 +143,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         f"{'next attempt at (logical)':<25} reason"
     )
     for row in rows:
-        when = f"{row.next_at:%Y-%m-%dT%H:%M:%SZ}" if row.next_at else "-"
+        next_at = start + timedelta(seconds=row.at_seconds + row.delay_seconds)
+        when = f"{next_at:%Y-%m-%dT%H:%M:%SZ}" if row.retried else "-"
         print(
             f"{row.attempt:>7}  {row.action:<18} {row.delay_seconds:>8}  {row.transport or '-':<10} "
             f"{row.hops or '-':>4}  {when:<25} {row.reason}"
         )
-    if rows and rows[-1].action == "retry":
+    if rows and rows[-1].retried:
         print(f"(stopped after {args.max_attempts} attempts: raise --max-attempts to see more)")
+    # The budget this error is held to: its rule's max_attempts when the rule sets one.
+    matched = policy.match(synthetic_error(args.error, args.status, args.message, args.retry_after))
+    budget = matched[1].max_attempts if matched and matched[1].max_attempts else policy.max_attempts
+    simulate_report.emit(
+        rows,
+        args,
+        max_attempts=budget,
+        max_age_seconds=policy.max_age_seconds,
+        title=f"{args.error if args.status is None else f'HTTP {args.status}'}: retry timeline",
+        fifo=fifo,
+    )
     return 0
+
+
+EXAMPLES = """\
+examples:
+  serverless-retry simulate --policy policy.json --error TimeoutError
+  serverless-retry simulate --policy policy.json --status 429 --retry-after 120 --plot timeline.png
+  serverless-retry simulate --policy '{"max_attempts": 3}' --error ValueError --fifo ordered --no-cost
+"""
 
 
 def register(sub: Any) -> None:
@@ -212,11 +178,12 @@ def register(sub: Any) -> None:
         "simulate",
         help="show what a policy does to an error, attempt by attempt (the consumer's own decisions)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        formatter_class=EXAMPLES_FORMATTER,
     )
     sim.add_argument("--policy", required=True, help="policy JSON, inline or a file path")
     sim.add_argument("--error", default="RuntimeError", help="exception class name (default RuntimeError)")
-    sim.add_argument("--status", type=_status, help="an HTTP status: simulates HttpError(status)")
+    sim.add_argument("--status", type=http_status, help="an HTTP status: simulates HttpError(status)")
     sim.add_argument("--message", default="", help="the error message (for message_regex rules)")
     sim.add_argument("--retry-after", help="a Retry-After value the error carries (seconds or HTTP date)")
     sim.add_argument(
@@ -228,14 +195,23 @@ def register(sub: Any) -> None:
         "--fifo", choices=("ordered", "unordered"), help="the source is a FIFO queue in this order mode"
     )
     sim.add_argument(
-        "--retention", type=_retention, default=DEFAULT_RETENTION_SECONDS, help="source retention, seconds"
+        "--retention",
+        type=int_range(60, 1_209_600),
+        default=DEFAULT_RETENTION_SECONDS,
+        help="source retention, seconds",
     )
     sim.add_argument(
         "--no-scheduler", action="store_true", help="no schedule group configured: long waits hop"
     )
     sim.add_argument(
-        "--seed", type=_integer, default=0, help="jitter seed (default 0, a deployed consumer's)"
+        "--seed",
+        type=int_range(-(2**63), 2**63 - 1),
+        default=0,
+        help="jitter seed (default 0, a deployed consumer's)",
     )
     sim.add_argument("--message-id", default="simulated-message", help="the message id jitter is drawn for")
-    sim.add_argument("--max-attempts", type=_positive, default=50, help="stop after this many attempts")
+    sim.add_argument(
+        "--max-attempts", type=int_range(1, 10_000), default=50, help="stop after this many attempts"
+    )
+    simulate_report.add_arguments(sim)
     sim.set_defaults(func=cmd_simulate)

@@ -65,11 +65,12 @@ def emit(
     max_attempts: int | None = None,
     max_age_seconds: float | None = None,
     title: str = "retry timeline",
+    fifo: bool = False,
     out: TextIO | None = None,
 ) -> None:
     out = out or sys.stdout
     if args.cost:
-        out.write("\n" + "\n".join(render(rows, model_from_args(args))) + "\n")
+        out.write("\n" + "\n".join(render(rows, model_from_args(args, fifo=fifo))) + "\n")
     if args.plot:
         from serverless_retry_tools.timeline import plot_timeline
 
