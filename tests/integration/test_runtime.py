@@ -137,12 +137,18 @@ def aws() -> Iterator[Aws]:
         yield Aws(emulator)
 
 
+@pytest.fixture(scope="module")
+def fast() -> Iterator[Aws]:
+    """An emulator whose clock runs 60 times faster: one logical minute per real second."""
+    with Emulator(clock_scale=60) as emulator:
+        yield Aws(emulator)
+
+
 class Run:
-    def __init__(self, aws: Aws, work_dir: Path, scale: float = 1.0) -> None:
+    def __init__(self, aws: Aws, work_dir: Path) -> None:
         self.events: list[RuntimeEvent] = []
-        self.runtime = Runtime(
-            aws.emulator.url, work_dir=work_dir, clock_scale=scale, on_event=self.events.append
-        )
+        self.runtime = Runtime(aws.emulator.url, work_dir=work_dir, on_event=self.events.append)
+        assert self.runtime.clock == aws.emulator.clock  # read from the emulator itself
 
     def until(self, predicate: Callable[[], bool], deadline: float = 30.0) -> bool:
         return self.runtime.run(until=predicate, deadline_seconds=deadline, check_every=0.2)
@@ -255,17 +261,18 @@ def _at(runtime: Runtime, seconds: float) -> str:
     return f"at({due:%Y-%m-%dT%H:%M:%S})"
 
 
-def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(aws: Aws, tmp_path: Path) -> None:
+def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(fast: Aws, tmp_path: Path) -> None:
+    aws = fast
     scheduler, sns = aws.client("scheduler"), aws.client("sns")
     group = aws.name("group")
     scheduler.create_schedule_group(Name=group)
-    fifo_url, fifo_arn = aws.queue("fifo", FifoQueue="true", ContentBasedDeduplication="false")
+    fifo_url, fifo_arn = aws.queue("fifo", FifoQueue="true", ContentBasedDeduplication="true")
     sub_url, sub_arn = aws.queue("sub")
     topic = sns.create_topic(Name=aws.name("topic"))["TopicArn"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=sub_arn, Attributes={"RawMessageDelivery": "true"})
     target_fn = aws.function({"app.py": "def handler(e, c):\n    print('invoked with', e['n'])\n"})
     fn_arn = aws.client("lambda").get_function(FunctionName=target_fn)["Configuration"]["FunctionArn"]
-    run = Run(aws, tmp_path, scale=60)  # 60 logical seconds = 1 real second
+    run = Run(aws, tmp_path)
     common = {"FlexibleTimeWindow": {"Mode": "OFF"}, "GroupName": group}
     scheduler.create_schedule(
         Name="to-fifo",
@@ -315,11 +322,12 @@ def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(aws: Aws, tmp_path: Path) 
     assert all(f["lateness_logical_s"] >= 0 for f in run.of("schedule-fired"))
 
 
-def test_a_failing_schedule_is_retried_then_dead_lettered(aws: Aws, tmp_path: Path) -> None:
+def test_a_failing_schedule_is_retried_then_dead_lettered(fast: Aws, tmp_path: Path) -> None:
+    aws = fast
     scheduler = aws.client("scheduler")
     dlq_url, dlq_arn = aws.queue("sched-dlq")
     missing = "arn:aws:sqs:us-east-1:123456789012:no-such-queue"
-    run = Run(aws, tmp_path, scale=60)
+    run = Run(aws, tmp_path)
     name = aws.name("doomed")
     scheduler.create_schedule(
         Name=name,

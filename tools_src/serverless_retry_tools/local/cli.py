@@ -25,7 +25,11 @@ def register(subparsers: Any) -> None:
         "--clock-scale", type=float, default=100.0, help="logical seconds per real second (default 100)"
     )
     demo.add_argument(
-        "--function-timeout", type=int, default=3, help="the consumer's timeout in seconds (default 3)"
+        "--function-timeout",
+        type=int,
+        default=30,
+        help="the consumer's timeout in real seconds (default 30, the module's; the queue's visibility "
+        "timeout is 6 x this in logical seconds)",
     )
     demo.add_argument(
         "--deadline", type=float, default=150.0, help="real seconds to wait for every message (default 150)"
@@ -94,7 +98,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
     )
     variables: dict[str, Any] = _parse_vars(args.var)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    with Emulator(log_path=work_dir / "emulator.log") as emulator:
+    with Emulator(log_path=work_dir / "emulator.log", clock_scale=args.clock_scale) as emulator:
         print(f"emulator at {emulator.url} (work dir {work_dir})", flush=True)
         if "aws_endpoint_url" in declared_variables(root):
             variables.setdefault("aws_endpoint_url", emulator.url)
@@ -126,7 +130,6 @@ def _cmd_local(args: argparse.Namespace) -> int:
             emulator.url,
             region=emulator.region,
             work_dir=work_dir / "runtime",
-            clock_scale=args.clock_scale,
             on_event=on_event,
             echo_logs=not args.quiet,
         )
