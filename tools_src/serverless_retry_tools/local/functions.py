@@ -12,13 +12,16 @@ use and kept warm, as Lambda keeps a sandbox; a new configuration or new code ge
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
 import secrets
+import shutil
 import site
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -35,6 +38,7 @@ __all__ = ["FunctionConfig", "FunctionPool", "InvocationResult", "LogSink", "lam
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
+_COMPLETE = ".serverless-retry-complete"  # written last into a code directory
 
 LogSink = Callable[[str, str, str, str], None]  # (function name, log group, log stream, line)
 
@@ -171,6 +175,7 @@ class FunctionPool:
         self._workers: dict[str, _Worker] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._pool_lock = threading.Lock()
+        self._code_locks: dict[str, threading.Lock] = {}
         self._closed = False
         self.invocations = 0
 
@@ -179,23 +184,42 @@ class FunctionPool:
         return FunctionConfig.from_get_function(self._lambda.get_function(FunctionName=function))
 
     def _code_dir(self, config: FunctionConfig) -> Path:
+        """The function's code, unpacked once per CodeSha256 and shared by every function with that
+        code. Atomic: the zip is downloaded and unpacked into a private staging directory that is
+        renamed into place complete, so workers starting together (in this runtime or another one
+        sharing the work dir) never read a half-written archive or tree."""
         digest = config.code_sha256.replace("/", "_").replace("+", "-").rstrip("=") or "unknown"
         target = self._work_dir / "code" / digest
-        if (target / ".serverless-retry-complete").exists():
+        if (target / _COMPLETE).exists():
             return target
         if not config.code_location.startswith(("http://", "https://")):
             raise RuntimeError(
                 f"function {config.name}: GetFunction gave no downloadable Code.Location "
                 f"({config.code_location!r}); is the emulator's lambda_code_location_unreachable patch on?"
             )
-        target.mkdir(parents=True, exist_ok=True)
-        archive = target.with_suffix(".zip")
-        with urllib.request.urlopen(config.code_location, timeout=30) as response:
-            archive.write_bytes(response.read())
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target)
-        archive.unlink()
-        (target / ".serverless-retry-complete").write_text(config.code_sha256)
+        with self._pool_lock:
+            lock = self._code_locks.setdefault(digest, threading.Lock())
+        with lock:  # one download per digest in this runtime; the rename settles races between runtimes
+            if (target / _COMPLETE).exists():
+                return target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=target.parent))
+            try:
+                with urllib.request.urlopen(config.code_location, timeout=30) as response:
+                    archive = io.BytesIO(response.read())
+                with zipfile.ZipFile(archive) as zf:
+                    zf.extractall(staging)
+                (staging / _COMPLETE).write_text(config.code_sha256)
+                if target.exists() and not (target / _COMPLETE).exists():
+                    # Left incomplete by an interrupted run of an older version: set it aside.
+                    shutil.rmtree(target, ignore_errors=True)
+                try:
+                    staging.rename(target)
+                except OSError:
+                    if not (target / _COMPLETE).exists():  # not another runtime's complete copy
+                        raise
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return target
 
     # -- workers ------------------------------------------------------------------------------------

@@ -68,9 +68,9 @@ from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
-from serverless_retry_tools.local.sqs_events import judge_batch, sqs_event
+from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
 
-__all__ = ["Runtime", "RuntimeEvent"]
+__all__ = ["ASYNC_PAYLOAD_LIMIT", "Runtime", "RuntimeEvent", "ServiceError"]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 _MAPPING_REFRESH_SECONDS = 0.5
@@ -78,6 +78,19 @@ _MAPPING_REFRESH_SECONDS = 0.5
 # next known schedule is due, so a known schedule fires within milliseconds of its at().
 _SCHEDULE_REFRESH_SECONDS = 0.2
 _LAMBDA_ASYNC_RETRIES = 2
+
+
+# Lambda's limit on an asynchronous (Event) invocation's payload.
+ASYNC_PAYLOAD_LIMIT = 1024 * 1024
+
+
+class ServiceError(Exception):
+    """An error the real service would answer, shaped like botocore's ClientError where it counts
+    (``response["Error"]["Code"]``), so a Scheduler dead-letter message carries the right code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.response = {"Error": {"Code": code, "Message": message}}
 
 
 @dataclass(frozen=True)
@@ -314,10 +327,18 @@ class Runtime:
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
         window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
-        messages = receive_batch(sqs, queue_url, batch_size, window, self._stop)
-        if not messages:
+        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        if not received:
             return
         config = self.functions.describe(mapping["FunctionArn"])
+        # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
+        for messages in split_by_payload(received, queue_arn, self.region):
+            self._invoke_batch(sqs, mapping, config, queue_url, messages)
+
+    def _invoke_batch(
+        self, sqs: Any, mapping: dict[str, Any], config: Any, queue_url: str, messages: list[dict[str, Any]]
+    ) -> None:
+        queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
         result = self.functions.invoke(config.arn, event, config=config)
         verdict = judge_batch(
@@ -514,8 +535,20 @@ class Runtime:
     # -- asynchronous Lambda invocation --------------------------------------------------------------
     def invoke_async(self, function: str, payload: str) -> None:
         """Queue an Event invocation (accepted at once, as Invoke returns 202); a function error is
-        retried twice, as Lambda does by default, then dropped with an error event."""
-        event = json.loads(payload)
+        retried twice, as Lambda does by default, then dropped with an error event. Refused, as
+        Lambda's Invoke refuses it, when the payload is over 1 MB or not JSON."""
+        size = len(payload.encode())
+        if size > ASYNC_PAYLOAD_LIMIT:
+            raise ServiceError(
+                "RequestEntityTooLargeException",
+                f"{size} byte payload is too large for the Event invocation type (limit {ASYNC_PAYLOAD_LIMIT} bytes)",
+            )
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise ServiceError(
+                "InvalidRequestContentException", "Could not parse request body into json"
+            ) from None
         self._async.submit(self._run_async, function, event)
 
     def _run_async(self, function: str, event: Any) -> None:

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["BatchVerdict", "judge_batch", "sqs_event"]
+__all__ = ["SYNC_PAYLOAD_LIMIT", "BatchVerdict", "judge_batch", "split_by_payload", "sqs_event"]
+
+# Lambda's limit on a synchronous invocation's payload (request and response): 6 MB.
+SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+M = TypeVar("M", bound=Mapping[str, Any])
 
 # System attributes Lambda copies into each record's "attributes" when SQS returns them.
 _RECORD_ATTRIBUTES = (
@@ -71,6 +76,26 @@ def sqs_event(messages: Iterable[Mapping[str, Any]], queue_arn: str, region: str
             record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
         records.append(record)
     return {"Records": records}
+
+
+def split_by_payload(
+    messages: Sequence[M], queue_arn: str, region: str, limit: int = SYNC_PAYLOAD_LIMIT
+) -> list[list[M]]:
+    """``messages`` in order, cut into runs whose Lambda event stays within ``limit`` bytes (the
+    poller invokes once per run, as Lambda keeps each batch within the invocation payload limit)."""
+    runs: list[list[M]] = []
+    current: list[M] = []
+    size = len(b'{"Records": []}')
+    for message in messages:
+        record = len(json.dumps(sqs_event([message], queue_arn, region)["Records"][0]).encode()) + 2
+        if current and size + record > limit:
+            runs.append(current)
+            current, size = [], len(b'{"Records": []}')
+        current.append(message)
+        size += record
+    if current:
+        runs.append(current)
+    return runs
 
 
 @dataclass(frozen=True)
