@@ -353,11 +353,13 @@ def handler(records, context):
         return []
     if mode == "explode":
         return [{"n": n} for n in range(11)]
+    if mode == "huge":
+        return ["x" * (6 * 1024 * 1024)]
     return [{"order": json.loads(r["body"])} for r in records]
 """
 
 
-def _pipe(aws: Aws) -> tuple[str, str]:
+def _pipe(aws: Aws) -> tuple[str, str, str]:
     source_url, source_arn = aws.queue("pipe-src", VisibilityTimeout="1")
     sink_url, sink_arn = aws.queue("pipe-sink")
     events = aws.client("events")
@@ -366,8 +368,9 @@ def _pipe(aws: Aws) -> tuple[str, str]:
     rule = aws.name("rule")
     events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps({"source": ["fidelity.pipe"]}))
     events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "sink", "Arn": sink_arn}])
+    name = aws.name("pipe")
     aws.client("pipes").create_pipe(
-        Name=aws.name("pipe"),
+        Name=name,
         RoleArn=aws.role,
         Source=source_arn,
         SourceParameters={"SqsQueueParameters": {"BatchSize": 10}},
@@ -375,28 +378,36 @@ def _pipe(aws: Aws) -> tuple[str, str]:
         Target=bus_arn,
         TargetParameters={"EventBridgeEventBusParameters": {"Source": "fidelity.pipe", "DetailType": "t"}},
     )
-    return source_url, sink_url
+    return name, source_url, sink_url
 
 
 def test_pipe_enrichment_empty_response_filters_the_batch(real: Aws, tmp_path: Path) -> None:
-    source, sink = _pipe(real)
+    name, source, sink = _pipe(real)
     real.client("sqs").send_message(QueueUrl=source, MessageBody=json.dumps({"mode": "filter"}))
     run = Run(real, tmp_path)
     assert run.until(lambda: real.depth(source) == 0)
-    assert run.of("pipe")[0]["ok"]
-    assert run.of("pipe")[0]["items"] == 0
+    (batch,) = [p for p in run.of("pipe") if p["pipe"] == name]
+    assert batch["ok"]
+    assert batch["items"] == 0
     assert real.receive_all(sink, wait=1.5) == []  # the target was not invoked
 
 
-def test_pipe_enrichment_more_items_than_the_target_batch_fails(real: Aws, tmp_path: Path) -> None:
-    source, sink = _pipe(real)
-    real.client("sqs").send_message(QueueUrl=source, MessageBody=json.dumps({"mode": "explode"}))
+@pytest.mark.parametrize(("mode", "why"), [("explode", "at most 10"), ("huge", "larger than 6 MB")])
+def test_pipe_enrichment_beyond_the_target_batch_or_6_mb_fails(
+    real: Aws, tmp_path: Path, mode: str, why: str
+) -> None:
+    name, source, sink = _pipe(real)
+    real.client("sqs").send_message(QueueUrl=source, MessageBody=json.dumps({"mode": mode}))
     run = Run(real, tmp_path)
-    run.until(lambda: len(run.of("pipe")) >= 2, deadline=10)
-    pipes = run.of("pipe")
+
+    def ours() -> list[dict[str, Any]]:
+        return [p for p in run.of("pipe") if p["pipe"] == name]
+
+    run.until(lambda: len(ours()) >= 2, deadline=20)
+    pipes = ours()
     assert pipes
     assert not any(p["ok"] for p in pipes)
-    assert "at most 10" in pipes[0]["why"]
+    assert why in pipes[0]["why"]
     assert real.depth(source) == 1  # handed back to the queue, not lost
     assert real.receive_all(sink, wait=1.5) == []
 
