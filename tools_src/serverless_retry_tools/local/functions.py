@@ -18,7 +18,6 @@ import os
 import queue
 import secrets
 import shutil
-import site
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from serverless_retry_tools.local.lambda_python import resolve as resolve_python
 
 __all__ = ["FunctionConfig", "FunctionPool", "InvocationResult", "LogSink", "lambda_environment"]
 
@@ -160,18 +161,20 @@ class FunctionPool:
         region: str,
         extra_env: Mapping[str, str],
         log_sink: LogSink | None = None,
-        python: str = sys.executable,
+        python: str | None = None,
         libs: list[str] | None = None,
+        on_warning: Callable[[str, str], None] | None = None,
     ) -> None:
         self._lambda = lambda_client
         self._work_dir = work_dir
         self._region = region
         self._extra_env = dict(extra_env)
         self._log_sink = log_sink
+        # By default each function runs on its Lambda runtime's Python with only boto3 besides its
+        # zip (serverless_retry_tools.local.lambda_python); ``python``/``libs`` pin both instead.
         self._python = python
-        # What the Lambda runtime provides besides the zip (boto3): this interpreter's site-packages,
-        # without their .pth files, so an editable install of this project stays out.
-        self._libs = libs if libs is not None else [p for p in site.getsitepackages() if Path(p).is_dir()]
+        self._libs = libs
+        self._on_warning = on_warning
         self._workers: dict[str, _Worker] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._pool_lock = threading.Lock()
@@ -231,9 +234,10 @@ class FunctionPool:
             config, task_root=task_root, log_stream=log_stream, region=self._region, extra=self._extra_env
         )
         token = f"__serverless_retry_end_{secrets.token_hex(8)}__"
+        python, libs = self._interpreter(config)
         read_fd, write_fd = os.pipe()
         cmd = [
-            self._python,
+            python,
             "-I",
             "-S",
             str(WORKER_SCRIPT),
@@ -243,7 +247,7 @@ class FunctionPool:
             str(write_fd),
         ]
         cmd += ["--sentinel", token]
-        for lib in self._libs:
+        for lib in libs:
             cmd += ["--lib", lib]
         try:
             proc = subprocess.Popen(
@@ -264,6 +268,14 @@ class FunctionPool:
         threading.Thread(target=self._read_results, args=(read_fd, results), daemon=True).start()
         threading.Thread(target=self._read_output, args=(worker,), daemon=True).start()
         return worker
+
+    def _interpreter(self, config: FunctionConfig) -> tuple[str, list[str]]:
+        if self._python is not None or self._libs is not None:
+            return self._python or sys.executable, list(self._libs or [])
+        found = resolve_python(config.runtime)
+        if found.warning and self._on_warning is not None:
+            self._on_warning(config.name, found.warning)
+        return found.executable, list(found.libs)
 
     @staticmethod
     def _read_results(fd: int, results: queue.Queue[dict[str, Any] | None]) -> None:

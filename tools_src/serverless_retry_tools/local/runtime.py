@@ -154,6 +154,7 @@ class Runtime:
                 "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
             },
             log_sink=self.logs,
+            on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
         )
         self._stop = threading.Event()
         self.pipes = PipeRunner(self, self._stop)
