@@ -10,12 +10,12 @@ handler raised, timed out or crashed) always fails the whole batch.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from serverless_retry.testing import sqs_record
 
 __all__ = ["SYNC_PAYLOAD_LIMIT", "BatchVerdict", "judge_batch", "split_by_payload", "sqs_event"]
 
@@ -37,44 +37,26 @@ _RECORD_ATTRIBUTES = (
 )
 
 
-def _event_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "stringListValues": [],
-        "binaryListValues": [],
-        "dataType": value.get("DataType", "String"),
-    }
-    if "StringValue" in value:
-        out["stringValue"] = value["StringValue"]
-    if "BinaryValue" in value:
-        raw = value["BinaryValue"]
-        out["binaryValue"] = base64.b64encode(raw if isinstance(raw, bytes) else str(raw).encode()).decode()
-    return out
-
-
 def sqs_event(messages: Iterable[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
     """The Lambda event for ``messages`` as boto3's ReceiveMessage returns them (with
-    ``AttributeNames=["All"]`` and ``MessageAttributeNames=["All"]``)."""
+    ``MessageSystemAttributeNames=["All"]`` and ``MessageAttributeNames=["All"]``), built by the same
+    record builder users' tests use (:func:`serverless_retry.testing.sqs_record`)."""
     records = []
     for message in messages:
         system = message.get("Attributes") or {}
-        attributes = {k: str(system[k]) for k in _RECORD_ATTRIBUTES if k in system}
-        record: dict[str, Any] = {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": attributes,
-            "messageAttributes": {
-                name: _event_attribute(value)
-                for name, value in (message.get("MessageAttributes") or {}).items()
-            },
-            "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": queue_arn,
-            "awsRegion": region,
-        }
-        if message.get("MD5OfMessageAttributes"):
-            record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
-        records.append(record)
+        records.append(
+            sqs_record(
+                message["Body"],
+                message_id=message["MessageId"],
+                receipt_handle=message["ReceiptHandle"],
+                attributes=message.get("MessageAttributes") or {},
+                system_attributes={k: str(system[k]) for k in _RECORD_ATTRIBUTES if k in system},
+                queue_arn=queue_arn,
+                region=region,
+                md5_of_body=message.get("MD5OfBody"),
+                md5_of_message_attributes=message.get("MD5OfMessageAttributes"),
+            )
+        )
     return {"Records": records}
 
 
