@@ -64,6 +64,11 @@ cmd_package() {
 
 cmd_test() {
   ensure_venvs
+  # The Python the example's functions declare, with boto3 only, for the local worker (built once
+  # under build/lambda-python; tests that need it first wait on its lock). Overlaps the lint steps.
+  mkdir -p build
+  "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
+  local lambda_python_pid=$!
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
   cmd_package
@@ -73,7 +78,10 @@ cmd_test() {
   log "mypy (strict) on lambda_src and tools_src"
   "$VENV/bin/mypy"
   log "pytest"
-  "$VENV/bin/python" -m pytest "$@"
+  local status=0
+  "$VENV/bin/python" -m pytest "$@" || status=$?
+  wait "$lambda_python_pid" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
+  return "$status"
 }
 
 cmd_demo() {

@@ -168,3 +168,19 @@ def _resolve(runtime: str, root: Path) -> PythonRuntime:
             warning + "; " if warning else ""
         ) + f"could not prepare boto3 for Python {version} ({exc}): using this environment's site-packages"
     return PythonRuntime(executable, libs, version, warning)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m serverless_retry_tools.local.lambda_python python3.12 ...``: prepare ahead of use."""
+    status = 0
+    for runtime in argv if argv is not None else sys.argv[1:]:
+        found = resolve(runtime)
+        print(f"{runtime}: Python {found.version} at {found.executable}, libs {', '.join(found.libs)}")
+        if found.warning:
+            print(f"  warning: {found.warning}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
