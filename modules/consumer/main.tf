@@ -180,6 +180,13 @@ resource "aws_lambda_event_source_mapping" "this" {
     }
 
     precondition {
+      # A Scheduler SQS target can pass only a MessageGroupId: AWS requires content-based deduplication
+      # on a FIFO target queue.
+      condition     = !(local.fifo && module.policy.needs_scheduler && var.queue.content_based_deduplication == false)
+      error_message = "Retries of this FIFO queue go through EventBridge Scheduler (fifo_order = \"unordered\"), which can pass only a MessageGroupId: AWS requires content-based deduplication on a FIFO target queue. Turn it on (the queue module's content_based_deduplication = true), or use fifo_order = \"ordered\"."
+    }
+
+    precondition {
       condition     = !module.policy.needs_scheduler || var.scheduler != null
       error_message = "The retry policy can send retries through EventBridge Scheduler (${local.fifo ? "FIFO, unordered" : "transport ${module.policy.transport} with a cap above 900 s"}), but no scheduler is given: pass the scheduler module's outputs as scheduler, or keep every delay within 900 s (backoff max_seconds) or use transport sqs-delay, visibility or sqs-hops."
     }

@@ -692,3 +692,24 @@ run "environment_size_counts_utf8_bytes" {
 
   expect_failures = [aws_lambda_function.this]
 }
+
+run "scheduler_targets_need_content_based_deduplication" {
+  command = plan
+
+  variables {
+    fifo_order        = "unordered"
+    retry_policy_json = "{\"backoff\": {\"max_seconds\": 60}}"
+    queue = {
+      arn                         = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds  = 180
+      dlq_arn                     = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn            = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn         = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      content_based_deduplication = false
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
