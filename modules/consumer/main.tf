@@ -52,8 +52,13 @@ locals {
     )
   }
   environment_bytes = sum([for k, v in local.value_bytes : length(k) + v])
-  policy_bytes      = local.value_bytes["SERVERLESS_RETRY_POLICY"]
-  extra_bytes       = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
+  # The exact size, known once the URLs and ARNs are (at apply on a first apply): it also covers a
+  # custom endpoint whose URLs are longer than AWS's.
+  exact_environment_bytes = sum([
+    for k, v in local.environment : length(k) + length(base64encode(v)) / 4 * 3 - length(replace(base64encode(v), "/[^=]/", ""))
+  ])
+  policy_bytes = local.value_bytes["SERVERLESS_RETRY_POLICY"]
+  extra_bytes  = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
 }
 
 data "aws_region" "current" {}
@@ -116,6 +121,11 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = local.environment_bytes <= 4096
       error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
+    }
+
+    precondition {
+      condition     = local.exact_environment_bytes <= 4096
+      error_message = "The function's environment variables take ${local.exact_environment_bytes} bytes with the actual queue URLs and ARNs, and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}. Shorten the retry policy, the extra environment, or the name."
     }
   }
 }

@@ -713,3 +713,25 @@ run "scheduler_targets_need_content_based_deduplication" {
 
   expect_failures = [aws_lambda_event_source_mapping.this]
 }
+
+run "environment_size_exact_with_long_urls" {
+  command = plan
+
+  variables {
+    # A custom endpoint's URLs can be longer than the AWS form the names bound: the exact check holds.
+    environment = { PADDING = join("", [for i in range(650) : "xxxxx"]) } # bound 4034, exact 4126 bytes
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "http://sqs.us-east-1.a-very-long-emulator-hostname-that-no-aws-url-has.example:4566/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "http://sqs.us-east-1.a-very-long-emulator-hostname-that-no-aws-url-has.example:4566/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      name                       = "orders"
+      exhausted_queue_name       = "orders-exhausted"
+      schedule_dlq_name          = "orders-dlq"
+    }
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
