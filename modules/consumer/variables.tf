@@ -71,7 +71,7 @@ variable "queue" {
     dlq_arn                     = string
     exhausted_queue_url         = string
     exhausted_queue_arn         = string
-    max_message_size            = optional(number, 262144)
+    max_message_size            = optional(number, 260096)
     exhausted_max_message_size  = optional(number)
     kms_key_arn                 = optional(string)
     fifo                        = optional(bool)

@@ -7,12 +7,11 @@ locals {
   provider_5x_max_size       = 262144
   exhausted_size_ceiling     = max(var.max_message_size, coalesce(var.exhausted_max_message_size, 0)) > local.provider_5x_max_size ? local.sqs_max_message_size : local.provider_5x_max_size
   exhausted_max_message_size = coalesce(var.exhausted_max_message_size, local.exhausted_size_ceiling)
-  # ---------------------------------------------------------------------------------------------
-  # PROVISIONAL (until engineer A2 states the size relationship the consumer's terminal forms need):
-  # the retry-exhausted queue must take a message this much larger than the source queue's largest,
-  # so a terminal envelope (outcome, reason, error, history) around a body at the source's limit fits.
-  exhausted_size_margin = 65536
-  # ---------------------------------------------------------------------------------------------
+  # The retry-exhausted queue must take a message this much larger than the source queue's largest:
+  # the "framed" terminal form (a one-line header with outcome and reason, then the body verbatim)
+  # needs at most this much around any body the source accepts. serverless_retry.terminal's
+  # FRAME_OVERHEAD_BYTES is the same figure (tests/terraform/test_sizes.py keeps them equal).
+  exhausted_size_margin = 2048
   exhausted_size_wanted = min(var.max_message_size + local.exhausted_size_margin, local.exhausted_size_ceiling)
 
   # Settings every queue of the set shares: encryption, size, FIFO-ness.

@@ -91,9 +91,9 @@ variable "allow_max_receive_count_below_5" {
 }
 
 variable "max_message_size" {
-  description = "Maximum message size in bytes of the source queue and its DLQ. The consumer refuses to grow a retry envelope past it. SQS allows up to 1048576 (1 MiB); hashicorp/aws 5.x accepts at most 262144 (6.8 and later, 1048576)."
+  description = "Maximum message size in bytes of the source queue and its DLQ. The consumer refuses to grow a retry envelope past it. The default is 2 KiB below the 262144 that hashicorp/aws 5.x allows the retry-exhausted queue, so a message at the limit still reaches that queue with its outcome and reason. SQS allows up to 1048576 (1 MiB) with hashicorp/aws 6.8 and later."
   type        = number
-  default     = 262144
+  default     = 260096
   nullable    = false
 
   validation {

@@ -95,9 +95,9 @@ variable "fifo_order" {
 }
 
 variable "max_message_size" {
-  description = "Maximum message size of the source queue and its DLQ in bytes (the consumer's envelope size guard). SQS allows up to 1048576; hashicorp/aws 5.x accepts at most 262144."
+  description = "Maximum message size of the source queue and its DLQ in bytes (the consumer's envelope size guard). The default is 2 KiB below the retry-exhausted queue's 262144 (hashicorp/aws 5.x's largest), so a message at the limit is still exhausted with its outcome and reason. SQS allows up to 1048576 with hashicorp/aws 6.8 and later."
   type        = number
-  default     = 262144
+  default     = 260096
   nullable    = false
 }
 

@@ -10,8 +10,6 @@ against chains of decisions made by RetryPolicy.decide itself.
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import json
 import random
 import re
@@ -88,15 +86,6 @@ def _python_verdict(policy: object) -> RetryPolicy | PolicyError:
         return exc
 
 
-def _skip_if_pending(case: dict[str, Any]) -> None:
-    """A case that needs a Python change another task delivers (the corpus says which)."""
-    pending = case.get("pending")
-    if pending == "sqs-hops" and "sqs-hops" not in py_policy.TRANSPORTS:
-        pytest.xfail("Python does not know transport sqs-hops yet (issue 9 item 13)")
-    if pending == "re2" and importlib.util.find_spec("re2") is None:
-        pytest.xfail("Python still compiles message_regex with re, not RE2 (issue 9 item 9)")
-
-
 @pytest.mark.parametrize("name", [c["name"] for c in CORPUS])
 def test_terraform_and_python_agree_on_accepting(terraform_verdicts: dict[str, RunResult], name: str) -> None:
     case = BY_NAME[name]
@@ -110,7 +99,6 @@ def test_terraform_and_python_agree_on_accepting(terraform_verdicts: dict[str, R
         assert tf.passed, "Terraform accepts an invalid policy:\n" + "\n".join(tf.errors)
         assert _blamed(tf.outputs["problems"]) == {case["field"]}, tf.outputs["problems"]
 
-    _skip_if_pending(case)
     python = _python_verdict(case["policy"])
     if case["field"] is None:
         assert isinstance(python, RetryPolicy), f"Python refuses a valid policy: {python}"
@@ -121,7 +109,6 @@ def test_terraform_and_python_agree_on_accepting(terraform_verdicts: dict[str, R
 
 @pytest.mark.parametrize("name", VALID)
 def test_rendered_json_is_the_same_policy(terraform_verdicts: dict[str, RunResult], name: str) -> None:
-    _skip_if_pending(BY_NAME[name])
     rendered = terraform_verdicts[name].outputs["policy_json"]
     assert RetryPolicy.from_json(rendered) == RetryPolicy.from_dict(BY_NAME[name]["policy"])
     assert "null" not in rendered, "unset fields are left out, not rendered as null"
@@ -132,24 +119,18 @@ def test_rendered_json_is_the_same_policy(terraform_verdicts: dict[str, RunResul
 )
 def test_needs_scheduler_agrees(terraform_verdicts: dict[str, RunResult], name: str, fifo: bool) -> None:
     case = BY_NAME[name]
-    _skip_if_pending(case)
     policy = RetryPolicy.from_dict(case["policy"])
-    kwargs: dict[str, object] = {"fifo": fifo}
-    if fifo and "fifo_order" in inspect.signature(py_config.needs_scheduler).parameters:
-        kwargs["fifo_order"] = "unordered"
     tf = terraform_verdicts[f"{name}--fifo" if fifo else name]
-    assert tf.outputs["needs_scheduler"] is py_config.needs_scheduler(policy, **kwargs)  # type: ignore[arg-type]
+    assert tf.outputs["needs_scheduler"] is py_config.needs_scheduler(
+        policy, fifo=fifo, fifo_order="unordered"
+    )
 
 
 def test_fifo_ordered_needs_no_scheduler_in_python_either(terraform_verdicts: dict[str, RunResult]) -> None:
-    """FIFO ordered retries in place (COMMON contract); checked against Python once it knows the mode."""
-    if "fifo_order" not in inspect.signature(py_config.needs_scheduler).parameters:
-        pytest.xfail("config.needs_scheduler has no fifo_order yet (issue 9 item 2)")
+    """FIFO ordered retries in place: neither side needs the Scheduler for it."""
     for name in VALID:
-        if BY_NAME[name].get("pending"):
-            continue
         policy = RetryPolicy.from_dict(BY_NAME[name]["policy"])
-        assert py_config.needs_scheduler(policy, fifo=True, fifo_order="ordered") is False  # type: ignore[call-arg]
+        assert py_config.needs_scheduler(policy, fifo=True, fifo_order="ordered") is False
 
 
 def test_the_field_table_is_pythons(workspace: Workspace) -> None:
@@ -187,7 +168,6 @@ def _errors_for(policy: RetryPolicy, rand: random.Random) -> list[BaseException]
 @pytest.mark.parametrize("name", VALID)
 def test_wait_bounds_hold_for_sampled_chains(terraform_verdicts: dict[str, RunResult], name: str) -> None:
     case = BY_NAME[name]
-    _skip_if_pending(case)
     policy = RetryPolicy.from_dict(case["policy"])
     outputs = terraform_verdicts[name].outputs
     max_delay, max_total = outputs["max_delay_seconds"], outputs["max_total_wait_seconds"]

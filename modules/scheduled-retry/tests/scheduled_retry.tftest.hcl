@@ -125,7 +125,7 @@ run "composition_wiring" {
       module.consumer.environment["SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL"] == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted",
       module.consumer.environment["SERVERLESS_RETRY_SCHEDULE_GROUP"] == "orders-retries",
       module.consumer.environment["SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"] == "arn:aws:iam::123456789012:role/orders-retries-scheduler",
-      module.consumer.environment["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "262144",
+      module.consumer.environment["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "260096",
       module.consumer.environment["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"] == "262144",
       module.consumer.environment["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "345600",
       !contains(keys(module.consumer.environment), "SERVERLESS_RETRY_FIFO_ORDER"),
