@@ -36,6 +36,7 @@ MODULES = (
     "modules/consumer",
     "modules/scheduled-retry",
     "modules/monitoring",
+    "modules/self-healing",
 )
 EXAMPLES = ("examples/scheduled-retry",)
 TF_DIRS = MODULES + EXAMPLES

@@ -270,7 +270,7 @@ run "targets_redrive_or_exhausted_with_a_dlq_each" {
     condition = alltrue([
       for k, t in aws_cloudwatch_event_target.exhausted :
       t.input_transformer[0].input_paths == tomap({ detail = "$.detail" }) &&
-      startswith(t.input_transformer[0].input_template, "{\"outcome\": \"${lookup({ do-not-retry = "non-retryable", invalid-record = "invalid-failure-record", unknown-source = "unknown-source" }, k, "exhausted")}\", \"reason\": \"") &&
+      startswith(t.input_transformer[0].input_template, format("{\"outcome\": \"%s\", \"reason\": \"", lookup({ "do-not-retry" = "non-retryable", "invalid-record" = "invalid-failure-record", "unknown-source" = "unknown-source" }, k, "exhausted"))) &&
       endswith(t.input_transformer[0].input_template, "\", \"detail\": <detail>}")
     ])
     error_message = "Every exhausted target writes an ExhaustedRecord {outcome, reason, detail} with its rule's outcome."
