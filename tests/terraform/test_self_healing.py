@@ -3,15 +3,11 @@ serverless_retry.selfheal.rules.bus_rules() (patterns, outcomes, reasons), its r
 redrive's Source.max_retries, the environment it writes is accepted by the functions' settings
 parsers, and an invalid per-source policy fails the plan naming the field.
 
-The module reads data sources (account, region), so `terraform console` cannot evaluate it; each case
-is a plan-level `terraform test` run on the mock provider instead, whose planned outputs and resources
-`terraform test -json -verbose` prints."""
+Each case is planned on the mock provider (tests/terraform/mocked_plan.py)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -19,15 +15,11 @@ from serverless_retry.selfheal.config import EnrichmentSettings, RedriveSettings
 from serverless_retry.selfheal.rules import bus_rules
 
 from tests.terraform.conftest import Workspace
+from tests.terraform.mocked_plan import Run, plan_runs
 
 MODULE = "modules/self-healing"
 # What the module's test runs reference, copied beside it.
-DEPENDENCIES = (
-    "modules/retry-policy",
-    "modules/scheduler",
-    "tests/terraform/mocks",
-    "tests/terraform/fixtures",
-)
+DEPENDENCIES = ("modules/retry-policy", "modules/scheduler")
 # Relative to the module: the package must exist, its content is unused.
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 
@@ -75,68 +67,19 @@ INVALID: dict[str, Any] = {
 }
 
 
-@dataclass
-class Run:
-    status: str = ""
-    outputs: dict[str, Any] = field(default_factory=dict)
-    resources: dict[str, dict[str, Any]] = field(default_factory=dict)  # address -> planned values
-    errors: list[str] = field(default_factory=list)
-
-
-def _hcl(value: Any) -> str:
-    """A JSON value as an HCL expression (HCL accepts JSON's syntax for values; only template markers
-    need escaping)."""
-    return json.dumps(value).replace("${", "$${").replace("%{", "%%{")
-
-
 @pytest.fixture(scope="module")
 def planned(workspace: Workspace, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Every case (and the invalid policy) as one run of one `terraform test` invocation."""
-    root = tmp_path_factory.mktemp("self-healing-plans")
-    module = root / MODULE
-    shutil.copytree(workspace.dir(MODULE), module, symlinks=True, ignore=shutil.ignore_patterns("tests"))
-    for relative in DEPENDENCIES:
-        shutil.copytree(workspace.dir(relative), root / relative, symlinks=True)
-    runs = {**CASES, "invalid": INVALID}
-    blocks = ['mock_provider "aws" {\n  source = "../../tests/terraform/mocks"\n}\n']
-    for name, variables in runs.items():
-        assignments = "\n".join(
-            f"    {k} = {_hcl(v)}" for k, v in {"name": "heal", "package": PACKAGE, **variables}.items()
-        )
-        blocks.append(f'run "{name}" {{\n  command = plan\n  variables {{\n{assignments}\n  }}\n}}\n')
-    (module / "tests").mkdir()
-    (module / "tests" / "cases.tftest.hcl").write_text("\n".join(blocks))
-    result = workspace.terraform.run(["test", "-json", "-verbose"], module, timeout=600)
-
-    out = {name: Run() for name in runs}
-    for line in result.stdout.splitlines():
-        message = json.loads(line)
-        run = out.get(message.get("@testrun", ""))
-        if run is None:
-            continue
-        kind = message.get("type")
-        if kind == "test_run" and message["test_run"].get("progress") == "complete":
-            run.status = message["test_run"]["status"]
-        elif kind == "diagnostic" and message["diagnostic"]["severity"] == "error":
-            run.errors.append(
-                f"{message['diagnostic']['summary']}: {message['diagnostic'].get('detail', '')}"
-            )
-        elif kind == "test_plan":
-            plan = message["test_plan"]
-            run.outputs = {k: v.get("after") for k, v in plan["output_changes"].items()}
-            run.resources = {r["address"]: r["change"].get("after") or {} for r in plan["resource_changes"]}
-    assert all(run.status for run in out.values()), result.stdout[-3000:] + result.stderr
-    return out
-
-
-def _passed(run: Run) -> Run:
-    assert run.status == "pass", "\n".join(run.errors)
-    return run
+    runs = {
+        name: {"name": "heal", "package": PACKAGE, **variables}
+        for name, variables in {**CASES, "invalid": INVALID}.items()
+    }
+    return plan_runs(workspace, tmp_path_factory.mktemp("self-healing-plans"), MODULE, runs, DEPENDENCIES)
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_rules_are_the_reference_table(planned: dict[str, Run], name: str) -> None:
-    run = _passed(planned[name])
+    run = planned[name].passed()
     functions = {k: s["function_name"] for k, s in CASES[name]["sources"].items()}
     limits = {functions[k]: limit for k, limit in run.outputs["retry_limits"].items()}
     reference = bus_rules(limits, CASES[name].get("do_not_retry", []))
@@ -159,7 +102,7 @@ def test_rules_are_the_reference_table(planned: dict[str, Run], name: str) -> No
 
 @pytest.mark.parametrize("name", CASES)
 def test_python_reads_the_environment_the_module_writes(planned: dict[str, Run], name: str) -> None:
-    run = _passed(planned[name])
+    run = planned[name].passed()
     redrive = RedriveSettings.from_env(run.outputs["redrive_environment"])
     functions = {k: s["function_name"] for k, s in CASES[name]["sources"].items()}
     # The rules' limit of each source is the redrive's own budget for it.
