@@ -131,7 +131,8 @@ resource "aws_cloudwatch_event_target" "retry" {
     arn = aws_sqs_queue.rules_dlq.arn
   }
 
-  depends_on = [aws_lambda_permission.redrive]
+  # EventBridge may invoke the redrive function, and dead-letter to the rules DLQ, once these exist.
+  depends_on = [aws_lambda_permission.redrive, aws_sqs_queue_policy.rules_dlq]
 }
 
 resource "aws_cloudwatch_event_rule" "exhausted" {
@@ -174,6 +175,6 @@ resource "aws_cloudwatch_event_target" "exhausted" {
     arn = aws_sqs_queue.rules_dlq.arn
   }
 
-  # The queue policy lets these rules (and only these) send.
-  depends_on = [aws_sqs_queue_policy.exhausted]
+  # The queue policies let these rules (and only these) send, and dead-letter.
+  depends_on = [aws_sqs_queue_policy.exhausted, aws_sqs_queue_policy.rules_dlq]
 }
