@@ -52,6 +52,13 @@ mock_resource "aws_lambda_function" {
   }
 }
 
+mock_data "aws_partition" {
+  defaults = {
+    partition  = "aws"
+    dns_suffix = "amazonaws.com"
+  }
+}
+
 mock_data "aws_region" {
   defaults = {
     name = "us-east-1"
@@ -72,9 +79,9 @@ mock_resource "aws_cloudwatch_dashboard" {
   }
 }
 
-mock_data "aws_partition" {
+mock_resource "aws_sns_topic" {
+  override_during = plan
   defaults = {
-    partition  = "aws"
-    dns_suffix = "amazonaws.com"
+    arn = "arn:aws:sns:us-east-1:123456789012:mock-topic"
   }
 }
