@@ -2,7 +2,8 @@
 
 The public API. Importing the package imports no boto3 client and touches no AWS: the Lambda entry
 point is ``serverless_retry.handlers.consumer.handler``, which builds the consumer from its
-environment at cold start.
+environment at cold start. Self-healing async Lambdas (pattern 2): ``self_healing`` wraps a function's
+handler; ``serverless_retry.handlers.enrichment`` and ``.redrive`` are the pattern's own functions.
 """
 
 from serverless_retry.aws import AwsClients
@@ -27,6 +28,8 @@ from serverless_retry.errors import (
 )
 from serverless_retry.message import Message, Processor
 from serverless_retry.policy import Decision, RetryPolicy, Rule
+from serverless_retry.selfheal.decorator import read_retry_state, self_healing
+from serverless_retry.selfheal.state import InvalidRetryState
 
 __all__ = [
     "AwsClients",
@@ -40,6 +43,7 @@ __all__ = [
     "FrozenClock",
     "HttpError",
     "IdempotentProcessor",
+    "InvalidRetryState",
     "Message",
     "NonRetryableError",
     "PolicyError",
@@ -54,5 +58,7 @@ __all__ = [
     "SystemClock",
     "consumer_from_env",
     "idempotent_processor",
+    "read_retry_state",
+    "self_healing",
 ]
 __version__ = "0.1.0"

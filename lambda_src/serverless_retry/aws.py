@@ -13,7 +13,9 @@ import boto3
 from botocore.config import Config
 
 if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
 __all__ = ["BOTO_CONFIG", "AwsClients"]
@@ -38,21 +40,34 @@ class AwsClients:
         sqs_factory: Callable[[], SQSClient] | None = None,
         scheduler_factory: Callable[[], EventBridgeSchedulerClient] | None = None,
         config: Config | None = None,
+        sns_factory: Callable[[], SNSClient] | None = None,
+        lambda_factory: Callable[[], LambdaClient] | None = None,
     ) -> None:
         self._config = config or BOTO_CONFIG
         self._sqs_factory = sqs_factory or self._default("sqs")
         self._scheduler_factory = scheduler_factory or self._default("scheduler")
+        self._sns_factory = sns_factory or self._default("sns")
+        self._lambda_factory = lambda_factory or self._default("lambda")
         self._sqs: SQSClient | None = None
         self._scheduler: EventBridgeSchedulerClient | None = None
+        self._sns: SNSClient | None = None
+        self._lambda: LambdaClient | None = None
 
     @classmethod
     def of(
-        cls, *, sqs: SQSClient | None = None, scheduler: EventBridgeSchedulerClient | None = None
+        cls,
+        *,
+        sqs: SQSClient | None = None,
+        scheduler: EventBridgeSchedulerClient | None = None,
+        sns: SNSClient | None = None,
+        lambda_: LambdaClient | None = None,
     ) -> AwsClients:
         """Clients already built (e.g. inside a moto ``mock_aws`` context or with a Stubber)."""
         return cls(
             sqs_factory=(lambda: sqs) if sqs is not None else None,
             scheduler_factory=(lambda: scheduler) if scheduler is not None else None,
+            sns_factory=(lambda: sns) if sns is not None else None,
+            lambda_factory=(lambda: lambda_) if lambda_ is not None else None,
         )
 
     def _default(self, service: str) -> Callable[[], Any]:
@@ -69,3 +84,16 @@ class AwsClients:
         if self._scheduler is None:
             self._scheduler = self._scheduler_factory()
         return self._scheduler
+
+    @property
+    def sns(self) -> SNSClient:
+        if self._sns is None:
+            self._sns = self._sns_factory()
+        return self._sns
+
+    @property
+    def lambda_(self) -> LambdaClient:
+        """The Lambda client (``lambda`` is a Python keyword)."""
+        if self._lambda is None:
+            self._lambda = self._lambda_factory()
+        return self._lambda
