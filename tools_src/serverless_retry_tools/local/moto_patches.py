@@ -33,6 +33,7 @@ class PatchContext:
     """What a patch may need to know about the server it runs in."""
 
     server_url: str = "http://127.0.0.1"
+    clock: Any = None  # the emulator's LogicalClock (logical_time.py); None: real time
 
 
 @dataclass(frozen=True)
@@ -437,6 +438,17 @@ PATCHES: dict[str, Patch] = {
         ),
     )
 }
+
+
+# Self-healing's async invocation and EventBridge patches live in their own modules.
+def _register_more() -> None:
+    from serverless_retry_tools.local import async_patches, events_patches
+
+    for patch in (*async_patches.patches(), *events_patches.patches()):
+        PATCHES[patch.name] = patch
+
+
+_register_more()
 
 
 def apply_patches(names: list[str] | tuple[str, ...] | None, ctx: PatchContext) -> Undo:
