@@ -75,6 +75,7 @@ _DETAIL_TYPES = {
     False: "Lambda Function Invocation Result - Failure",
 }
 _DESTINATION_SERVICES = ("sqs", "sns", "lambda", "events", "s3")
+_RUNTIME_FRAME = "serverless_retry_tools/local/worker.py"
 
 
 class Queued(TypedDict):
@@ -239,7 +240,13 @@ def error_payload(
     if str(error.get("errorType", "")).startswith("Runtime."):
         return {"errorType": str(error["errorType"]), "errorMessage": str(error.get("errorMessage", ""))}
     trace = error.get("stackTrace")
-    frames = [str(f) for f in trace if str(f).startswith("  File ")] if isinstance(trace, list) else []
+    # Frames only (no "Traceback" header, no exception line), without the runtime's own frames:
+    # the Python runtime starts the trace at the handler.
+    frames = (
+        [str(f) for f in trace if str(f).startswith("  File ") and _RUNTIME_FRAME not in str(f)]
+        if isinstance(trace, list)
+        else []
+    )
     payload: dict[str, Any] = {"errorMessage": str(error.get("errorMessage", ""))}
     if error.get("errorType"):
         payload["errorType"] = str(error["errorType"])
