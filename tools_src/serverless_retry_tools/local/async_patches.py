@@ -240,6 +240,42 @@ def _lambda_event_invoke_config_put_appends(_: PatchContext) -> Undo:
 _CONFIG_KEYS = ("MaximumRetryAttempts", "MaximumEventAgeInSeconds", "DestinationConfig")
 
 
+def _lambda_drops_dead_letter_config(_: PatchContext) -> Undo:
+    # CreateFunction / UpdateFunctionConfiguration drop DeadLetterConfig and GetFunction never returns
+    # it: the function's own DLQ for discarded async events is lost (and Terraform's
+    # dead_letter_config shows a change on every plan). Keep it and return it as Lambda does.
+    from moto.awslambda.models import LambdaFunction
+
+    init = LambdaFunction.__dict__["__init__"]
+    get_configuration = LambdaFunction.__dict__["get_configuration"]
+    update_configuration = LambdaFunction.__dict__["update_configuration"]
+
+    def new_init(self: Any, account_id: str, spec: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        init(self, account_id, spec, *args, **kwargs)
+        self.dead_letter_config = dict(spec.get("DeadLetterConfig") or {})
+
+    def new_get_configuration(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        config: dict[str, Any] = get_configuration(self, *args, **kwargs)
+        target = (getattr(self, "dead_letter_config", None) or {}).get("TargetArn")
+        if target:
+            config["DeadLetterConfig"] = {"TargetArn": target}
+        return config
+
+    def new_update_configuration(self: Any, updates: dict[str, Any]) -> dict[str, Any]:
+        if "DeadLetterConfig" in updates:
+            self.dead_letter_config = dict(updates["DeadLetterConfig"] or {})
+        result: dict[str, Any] = update_configuration(self, updates)
+        return result
+
+    return _chain(
+        [
+            _replace(LambdaFunction, "__init__", new_init),
+            _replace(LambdaFunction, "get_configuration", new_get_configuration),
+            _replace(LambdaFunction, "update_configuration", new_update_configuration),
+        ]
+    )
+
+
 # --- SNS -> Lambda --------------------------------------------------------------------------------------
 
 
@@ -322,6 +358,31 @@ def _sns_lambda_subscription_runs_in_docker(_: PatchContext) -> Undo:
             _sns_delivery_failed(
                 self, message=message, message_id=message_id, subject=subject, attributes=attributes, exc=exc
             )
+
+    return _replace(Subscription, "publish", publish)
+
+
+def _sns_raw_delivery_binary_attributes_break_receive(_: PatchContext) -> Undo:
+    # With RawMessageDelivery, SNS copies a Binary attribute's base64 text into the SQS message as
+    # its BinaryValue; moto's SQS then fails every ReceiveMessage that asks for attributes with a
+    # 500 (and, with the SDK's retries, the message is received and lost). SNS delivers the bytes.
+    from moto.sns.models import Subscription
+
+    original = Subscription.__dict__["publish"]
+
+    def publish(self: Any, message: str, message_id: str, *args: Any, **kwargs: Any) -> None:
+        raw = self.protocol == "sqs" and str(self.attributes.get("RawMessageDelivery", "")).lower() == "true"
+        attributes = kwargs.get("message_attributes")
+        if raw and attributes:
+            kwargs["message_attributes"] = {
+                name: (
+                    {**value, "Value": base64.b64decode(value["Value"])}
+                    if str(value.get("Type", "")).startswith("Binary") and isinstance(value.get("Value"), str)
+                    else value
+                )
+                for name, value in attributes.items()
+            }
+        original(self, message, message_id, *args, **kwargs)
 
     return _replace(Subscription, "publish", publish)
 
@@ -416,9 +477,19 @@ def patches() -> list[Patch]:
             _lambda_event_invoke_config_put_appends,
         ),
         Patch(
+            "lambda_drops_dead_letter_config",
+            "Lambda drops DeadLetterConfig (the function's own DLQ for discarded async events)",
+            _lambda_drops_dead_letter_config,
+        ),
+        Patch(
             "sns_lambda_subscription_runs_in_docker",
             "SNS delivers to a lambda subscription by running the function in Docker with a fixed fake event",
             _with_clock(_sns_lambda_subscription_runs_in_docker),
+        ),
+        Patch(
+            "sns_raw_delivery_binary_attributes_break_receive",
+            "SNS raw delivery of a Binary attribute makes every ReceiveMessage of that SQS message fail (500)",
+            _sns_raw_delivery_binary_attributes_break_receive,
         ),
         Patch(
             "sns_publish_size_ignores_attributes",
