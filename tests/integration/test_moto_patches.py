@@ -329,10 +329,12 @@ def test_patched_put_events_publishes_to_the_sns_target(patched: Aws) -> None:
 
 def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     names = set(globals())
-    for patch in PATCHES:
+    # The self-healing patches (async_patches, events_patches) are tested in test_selfheal_emulator.py.
+    here = [n for n, p in PATCHES.items() if p.install.__module__ == "serverless_retry_tools.local.moto_patches"]
+    for patch in here:
         assert patch.startswith(("sqs_", "lambda_", "events_")), patch
     # One pair per patch, by count: a new patch without tests fails here.
     raw_tests = [n for n in names if n.startswith("test_raw_moto_")]
     patched_tests = [n for n in names if n.startswith("test_patched_")]
-    assert len(raw_tests) == len(PATCHES)
-    assert len(patched_tests) == len(PATCHES)
+    assert len(raw_tests) == len(here)
+    assert len(patched_tests) == len(here)

@@ -711,3 +711,27 @@ def test_raw_moto_has_each_gap(tmp_path: Path) -> None:
         )
         with pytest.raises(ClientError):
             sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])
+
+
+# Each self-healing patch: the test that shows the fixed behaviour (test_raw_moto_has_each_gap shows
+# the gap). A new patch without an entry fails here.
+PATCH_TESTS = {
+    "lambda_event_invoke_runs_in_docker": "test_async_invoke_retries_twice_with_lambdas_delays_then_sends_the_failure_record",
+    "lambda_event_invoke_config_put_appends": "test_put_replaces_and_update_merges_the_event_invoke_config",
+    "lambda_drops_dead_letter_config": "test_discarded_events_go_to_the_functions_own_dead_letter_queue",
+    "sns_lambda_subscription_runs_in_docker": "test_sns_invokes_a_subscribed_function_asynchronously_with_the_lambda_sns_event",
+    "sns_raw_delivery_binary_attributes_break_receive": "test_scheduler_lambda_target_is_an_async_invoke_and_sns_publish_a_universal_target",
+    "sns_publish_size_ignores_attributes": "test_sns_counts_attributes_in_its_256_kb",
+    "sqs_lists_internal_queue": "test_the_internal_queue_is_not_listed",
+    "events_put_events_routes_like_moto": "test_rule_targets_lambda_async_input_transformer_and_dlq",
+    "events_put_rule_takes_any_pattern": "test_invalid_patterns_are_refused_at_put_rule_and_test_event_pattern",
+    "events_test_event_pattern_has_no_result": "test_test_event_pattern_answers_with_the_matcher_that_routes_put_events",
+}
+
+
+def test_every_self_healing_patch_has_a_test() -> None:
+    from serverless_retry_tools.local import async_patches, events_patches
+
+    names = {p.name for p in (*async_patches.patches(), *events_patches.patches())}
+    assert names == set(PATCH_TESTS)
+    assert all(callable(globals().get(test)) for test in PATCH_TESTS.values())
