@@ -8,11 +8,13 @@ functions share it), and three things are measured, all in logical seconds:
    dist/serverless-retry.zip plus a tiny processor) run by the local runtime. Each fails its first
    attempt with ``RetryableError(retry_after=d)``, so the consumer re-enqueues it with
    ``DelaySeconds = d`` (d = 1..8 real seconds' worth: d x scale logical seconds, at most 900); the
-   second attempt succeeds. Lateness = start of attempt 2 - (SentTimestamp of the retry copy + d):
-   what SQS's delay, the poller's long poll and the invocation add. (The consumer's own send
-   latency is real time and so is left out: function execution is not scaled.)
+   second attempt succeeds. Lateness = when the runtime's poller received the retry copy
+   (ApproximateFirstReceiveTimestamp, on the emulator's clock) - (its SentTimestamp + d): what the
+   queue's delay and the poller's long poll add. Shown for information: the processor's start -
+   due, which adds the invocation; function execution is real time, so at x100 every real
+   millisecond of it is 0.1 logical second (the consumer's own send latency is left out too).
 2. baseline, same emulator: a plain client sends each message with ``DelaySeconds = d`` and long
-   polls; lateness = received - (SentTimestamp + d).
+   polls; lateness = ApproximateFirstReceiveTimestamp - (SentTimestamp + d).
 3. schedules: N one-time schedules ``at(now + lead)`` with an SQS target, fired by the runtime;
    lateness = SentTimestamp of the delivered message - the at() instant.
 
@@ -64,8 +66,11 @@ def handle(message):
     if message.retry.attempt == 1:
         print(json.dumps({"bench": "fail", "id": message.retry.id}), flush=True)
         raise RetryableError("try later", retry_after=order["delay"])
-    sent = int(message.record["attributes"]["SentTimestamp"]) / 1000
-    print(json.dumps({"bench": "ok", "id": message.retry.id, "t": started, "due": sent + order["delay"]}), flush=True)
+    attributes = message.record["attributes"]
+    sent = int(attributes["SentTimestamp"]) / 1000
+    received = int(attributes["ApproximateFirstReceiveTimestamp"]) / 1000
+    print(json.dumps({"bench": "ok", "id": message.retry.id, "t": started, "received": received,
+                      "due": sent + order["delay"]}), flush=True)
 """
 
 POLICY = {
@@ -103,7 +108,10 @@ def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
     return url, arn
 
 
-def measure_consumer(emulator: Emulator, delays: list[int], deadline: float) -> list[float]:
+def measure_consumer(
+    emulator: Emulator, delays: list[int], deadline: float
+) -> tuple[list[float], list[float]]:
+    """(received by the runtime's poller - due, processor started - due), logical seconds."""
     kw = emulator.client_kwargs()
     sqs, lam, iam = (boto3.client(s, **kw) for s in ("sqs", "lambda", "iam"))  # type: ignore[call-overload]
     # 180 logical seconds: the module default (6 x a 30 s function timeout).
@@ -163,13 +171,13 @@ def measure_consumer(emulator: Emulator, delays: list[int], deadline: float) -> 
             raise SystemExit(
                 f"not every message came back within {deadline:.0f} s; runtime errors: {runtime.errors}"
             )
-    return [r["t"] - r["due"] for r in records if r["bench"] == "ok"]
+    oks = [r for r in records if r["bench"] == "ok"]
+    return [r["received"] - r["due"] for r in oks], [r["t"] - r["due"] for r in oks]
 
 
 def measure_baseline(emulator: Emulator, delays: list[int], deadline: float) -> list[float]:
     sqs = boto3.client("sqs", **emulator.client_kwargs())  # type: ignore[call-overload]
     url, _ = _queue(sqs, "bench-baseline")
-    clock = emulator.clock
     for n, d in enumerate(delays):
         sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": n, "delay": d}), DelaySeconds=d)
     errors: list[float] = []
@@ -179,9 +187,10 @@ def measure_baseline(emulator: Emulator, delays: list[int], deadline: float) -> 
             QueueUrl=url,
             MaxNumberOfMessages=10,
             WaitTimeSeconds=1,
-            MessageSystemAttributeNames=["SentTimestamp"],
+            MessageSystemAttributeNames=["All"],
         ).get("Messages", []):
-            received = clock.now().timestamp()
+            # When the queue handed it out (on the emulator's logical clock), as in the runtime's row.
+            received = int(m["Attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000
             due = int(m["Attributes"]["SentTimestamp"]) / 1000 + json.loads(m["Body"])["delay"]
             errors.append(received - due)
             sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
@@ -256,18 +265,20 @@ def main(argv: list[str] | None = None) -> int:
     for scale in scales:
         delays = [min(MAX_SQS_DELAY, round(d * scale)) for d in real_delays]
         with Emulator(clock_scale=scale) as emulator:
-            ours = measure_consumer(emulator, delays, args.deadline)
+            ours, started = measure_consumer(emulator, delays, args.deadline)
             base = measure_baseline(emulator, delays, args.deadline)
             sched = measure_schedules(emulator, [lead * scale for lead in real_leads], args.deadline)
         label = f"x{scale:g}"
         rows += [
-            (label, "SQS delay: consumer + runtime", ours, SQS_BOUND),
-            (label, "SQS delay: baseline SendMessage + poll", base, SQS_BOUND),
-            (label, "schedule at(): runtime", sched, SCHEDULE_BOUND),
+            (label, "SQS delay: received by the runtime", ours, SQS_BOUND),
+            (label, "SQS delay: baseline client long poll", base, SQS_BOUND),
+            (label, "SQS delay: processor started (info)", started, float("inf")),
+            (label, "schedule at(): delivered by runtime", sched, SCHEDULE_BOUND),
         ]
         base_median = statistics.median(base)
         ratio = statistics.median(ours) / base_median if base_median > 0 else float("inf")
         ratios.append(f"{label} {ratio:.2f}x")
+        sys.stdout.flush()
     print(
         f"redelivery lateness in logical seconds (negative = early); {args.messages} per row, "
         f"delays/leads 1-8 real seconds' worth, seed {args.seed}"
@@ -277,12 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     for label, what, values, bound in rows:
         median, p90, worst, best = _summary(values)
         within = worst <= bound and best >= -0.05
-        ok = ok and within
+        ok = ok and (within or bound == float("inf"))
         print(
             f"{label:>6}  {what:<40} {median:8.3f} {p90:8.3f} {worst:8.3f} {best:8.3f} {bound:6.0f}  "
-            + ("yes" if within else "NO")
+            + ("-" if bound == float("inf") else "yes" if within else "NO")
         )
-    print("median lateness ratio, consumer + runtime / baseline: " + ", ".join(ratios))
+    print("median lateness ratio, runtime / baseline: " + ", ".join(ratios))
     print("every row within its bound (max <= bound, never early)" if ok else "SOME ROWS MISS THEIR BOUND")
     return 0
 

@@ -391,3 +391,28 @@ def test_a_pipe_enriches_and_puts_on_the_bus(aws: Aws, tmp_path: Path) -> None:
     assert details == [{"order": {"n": n}, "enriched": True} for n in range(3)]
     assert {json.loads(m["Body"])["detail-type"] for m in delivered} == {"order"}
     assert all(p["ok"] for p in run.of("pipe"))
+
+
+def test_a_function_runs_on_its_runtime_python_with_only_boto3_besides_its_zip(
+    aws: Aws, tmp_path: Path
+) -> None:
+    from serverless_retry_tools.local.lambda_python import find_python
+
+    if find_python("3.12") is None:
+        pytest.skip("no Python 3.12 on this machine: the worker falls back (with a warning)")
+    code = """
+    import importlib.util, sys
+    def handler(event, context):
+        found = [m for m in ("boto3", "botocore", "moto", "pytest", "serverless_retry_tools") if importlib.util.find_spec(m)]
+        print("python", "%d.%d" % sys.version_info[:2], ",".join(found))
+    """
+    url, arn = aws.queue("py")
+    function = aws.function({"app.py": code})  # Runtime python3.12
+    aws.mapping(function, arn)
+    aws.client("sqs").send_message(QueueUrl=url, MessageBody="{}")
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: aws.depth(url) == 0, deadline=120)  # the first run builds its boto3 once
+    assert [line for line in aws.logs(function) if line.startswith("python")] == [
+        "python 3.12 boto3,botocore"
+    ]
+    assert not [w for w in run.of("warning") if function in w["message"]]

@@ -33,7 +33,7 @@ CLOCK_ROUTE = "/_serverless_retry/clock"
 
 Undo = Callable[[], None]
 # A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
-_WAKE_MARGIN_SECONDS = 0.002
+_WAKE_MARGIN_SECONDS = 0.0005
 # moto's receive loop asks for one-second waits; never sleep longer than that in one go.
 _MAX_WAIT_SECONDS = 1.0
 

@@ -63,26 +63,41 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.async_runner import AsyncRunner
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
 from serverless_retry_tools.local.functions import FunctionPool
+from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
 from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
-from serverless_retry_tools.local.sqs_events import judge_batch, sqs_event
+from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
 
-__all__ = ["Runtime", "RuntimeEvent"]
+__all__ = ["ASYNC_PAYLOAD_LIMIT", "Runtime", "RuntimeEvent", "ServiceError"]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 _MAPPING_REFRESH_SECONDS = 0.5
 # How often (real seconds) the schedule list is read again; between reads the loop sleeps until the
 # next known schedule is due, so a known schedule fires within milliseconds of its at().
 _SCHEDULE_REFRESH_SECONDS = 0.2
+
+
+# Lambda's limit on an asynchronous (Event) invocation's payload (checked by the emulator's Invoke).
+ASYNC_PAYLOAD_LIMIT = MAX_ASYNC_PAYLOAD_BYTES
+
+
+class ServiceError(Exception):
+    """An error the real service would answer, shaped like botocore's ClientError where it counts
+    (``response["Error"]["Code"]``), so a Scheduler dead-letter message carries the right code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.response = {"Error": {"Code": code, "Message": message}}
 
 
 @dataclass(frozen=True)
@@ -146,6 +161,7 @@ class Runtime:
                 "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
             },
             log_sink=self.logs,
+            on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
         )
         self._stop = threading.Event()
         self.pipes = PipeRunner(self, self._stop)
@@ -320,10 +336,18 @@ class Runtime:
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
         window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
-        messages = receive_batch(sqs, queue_url, batch_size, window, self._stop)
-        if not messages:
+        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        if not received:
             return
         config = self.functions.describe(mapping["FunctionArn"])
+        # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
+        for messages in split_by_payload(received, queue_arn, self.region):
+            self._invoke_batch(sqs, mapping, config, queue_url, messages)
+
+    def _invoke_batch(
+        self, sqs: Any, mapping: dict[str, Any], config: Any, queue_url: str, messages: list[dict[str, Any]]
+    ) -> None:
+        queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
         result = self.functions.invoke(config.arn, event, config=config)
         verdict = judge_batch(
@@ -524,4 +548,9 @@ class Runtime:
         """Invoke(InvocationType=Event) on the emulator, as the Scheduler and Pipes do: the emulator
         checks and queues it, :mod:`serverless_retry_tools.local.async_runner` runs it with Lambda's
         async retries and destinations. Raises when Invoke refuses it (the caller's retries apply)."""
-        self.client("lambda").invoke(FunctionName=function, InvocationType="Event", Payload=payload.encode())
+        lam = self.client("lambda")
+        try:
+            lam.invoke(FunctionName=function, InvocationType="Event", Payload=payload.encode())
+        except ClientError as exc:  # Lambda's answer, e.g. RequestEntityTooLargeException
+            error = exc.response.get("Error", {})
+            raise ServiceError(str(error.get("Code")), str(error.get("Message"))) from exc
