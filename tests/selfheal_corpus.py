@@ -56,3 +56,56 @@ def destination_record(payload: Any, response: Any = None, *, function: str = "o
         else {"errorType": "ConnectionError", "errorMessage": "connection reset", "stackTrace": []},
     }
     return record
+
+
+ORDERS_ARN = "arn:aws:lambda:us-east-1:123456789012:function:orders-fn"
+REINDEX_ARN = "arn:aws:lambda:us-east-1:123456789012:function:reindex-fn"
+TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:orders"
+SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/orders-self-healing-scheduler"
+SCHEDULE_DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:orders-self-healing-schedule-dlq"
+QUEUE_URL_BASE = "https://sqs.us-east-1.amazonaws.com/123456789012/"
+POLICY = {
+    "max_attempts": 4,
+    "backoff": {"strategy": "exponential", "base_seconds": 10, "multiplier": 2, "max_seconds": 3600},
+    "rules": [
+        {"http_status": [429, 503], "honor_retry_after": True},
+        {"errors": ["KeyError", "ValidationError"], "retry": False},
+    ],
+}
+
+
+def redrive_env(**overrides: Any) -> dict[str, str]:
+    """The environment the self-healing module gives the redrive function."""
+    sources = {
+        "orders-fn": {"function_arn": ORDERS_ARN, "topic_arn": TOPIC_ARN},
+        "reindex-fn": {
+            "function_arn": REINDEX_ARN,
+            "policy": {"max_attempts": 3, "backoff": {"strategy": "fixed", "base_seconds": 0}},
+        },
+    }
+    env = {
+        "SERVERLESS_RETRY_SOURCES": json.dumps(sources),
+        "SERVERLESS_RETRY_POLICY": json.dumps(POLICY),
+        "SERVERLESS_RETRY_REDRIVE_TO": "function",
+        "SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL": QUEUE_URL_BASE + "orders-self-healing-exhausted",
+        "SERVERLESS_RETRY_SCHEDULE_GROUP": "orders-self-healing",
+        "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN": SCHEDULER_ROLE_ARN,
+        "SERVERLESS_RETRY_DLQ_ARN": SCHEDULE_DLQ_ARN,
+    }
+    env.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in overrides.items()})
+    return env
+
+
+def bus_event(detail: Any, event_id: str = "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c") -> dict[str, Any]:
+    """The EventBridge event a retry rule hands the redrive function."""
+    return {
+        "version": "0",
+        "id": event_id,
+        "detail-type": "serverless-retry failure",
+        "source": "serverless-retry.self-healing",
+        "account": "123456789012",
+        "time": "2026-11-30T10:00:05Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": detail,
+    }

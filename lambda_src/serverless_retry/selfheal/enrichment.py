@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from serverless_retry.envelope import fits, sqs_message_size
+from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.types import (
     BUS_DETAIL_TYPE,
@@ -212,16 +213,16 @@ class Enricher:
             self._send(self.settings.exhausted_queue_url, body, attributes, record, "too-large-for-bus")
         for record in plan.deferred:
             self._send(self.settings.failure_queue_url, str(record.get("body", "")), {}, record, "deferred")
-        self.logger.info(
-            "pipe batch enriched",
-            extra={
-                "records": len(records),
-                "events": len(plan.events),
-                "too_large_for_bus": len(plan.too_large),
-                "deferred": len(plan.deferred),
-                "invalid": sum(1 for d in plan.events if d["meta"]["problem"]),
-            },
-        )
+        counts = {
+            "FailureRecords": len(records),
+            "InvalidFailureRecord": sum(1 for d in plan.events if d["meta"]["problem"]),
+            "TooLargeForBus": len(plan.too_large),
+            "DeferredRecords": len(plan.deferred),
+        }
+        self.logger.info("pipe batch enriched", extra={"events": len(plan.events), **counts})
+        for name, value in counts.items():
+            if value or name == "FailureRecords":
+                emit(name, value, self.logger)
         return plan.events
 
     def _send(

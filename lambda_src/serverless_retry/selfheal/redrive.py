@@ -31,6 +31,7 @@ from serverless_retry.delivery import SCHEDULE_RETRY_POLICY, at_expression
 from serverless_retry.envelope import format_time, parse_time, schedule_name
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.selfheal.config import RedriveSettings, Source
+from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.state import attach, encode_state
 from serverless_retry.selfheal.types import (
     ALWAYS_EXHAUSTED_ERROR_TYPES,
@@ -403,6 +404,8 @@ class Redriver:
             self.clients.sqs.send_message(**plan.exhausted)
         if plan.action == "exhausted":
             self.logger.warning("event goes to the retry-exhausted queue", extra=log)
+            emit("SelfHealingExhausted", 1, self.logger, {"outcome": str(plan.outcome)})
         else:
             self.logger.info("event redriven", extra=log)
+            emit("Redriven", 1, self.logger, {"via": plan.action})
         return plan
