@@ -46,12 +46,26 @@ if TYPE_CHECKING:
     from serverless_retry_tools.local.functions import InvocationResult
     from serverless_retry_tools.local.runtime import Runtime
 
-__all__ = ["AsyncRunner"]
+__all__ = ["AsyncRunner", "event_id"]
 
 _WORKERS = 4
 _WAIT_SECONDS = 1
 # Long enough (logical) for the longest Lambda timeout (900 real seconds) at the emulator's scale.
 _MAX_VISIBILITY_SECONDS = 43_200
+
+
+def event_id(event: Any) -> str:
+    """The id a user would follow an event by: an SNS record's MessageId, an EventBridge event's id
+    (for progress output and the demo's accounting); "" for anything else."""
+    if isinstance(event, dict):
+        records = event.get("Records")
+        if isinstance(records, list) and len(records) == 1 and isinstance(records[0], dict):
+            sns = records[0].get("Sns")
+            if isinstance(sns, dict) and isinstance(sns.get("MessageId"), str):
+                return str(sns["MessageId"])
+        if "detail-type" in event and isinstance(event.get("id"), str):
+            return str(event["id"])
+    return ""
 
 
 class DestinationError(RuntimeError):
@@ -164,6 +178,8 @@ class AsyncRunner:
             attempt=count,
             ok=result.ok,
             error=result.error_text,
+            message_id=event_id(json.loads(queued["payload"])),
+            logical_ms=self.now_ms(),
         )
         step = after_attempt(settings, count, result.ok)
         if step.action == "success":
