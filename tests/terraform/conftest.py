@@ -27,11 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
 APPLY_TESTS = HERE / "test_example_apply.py"
 MODULES = (
+    "modules/retry-policy",
     "modules/queue",
     "modules/scheduler",
     "modules/consumer",
     "modules/scheduled-retry",
     "modules/monitoring",
+    "modules/self-healing",
 )
 EXAMPLES = ("examples/scheduled-retry",)
 TF_DIRS = MODULES + EXAMPLES

@@ -52,6 +52,13 @@ mock_resource "aws_lambda_function" {
   }
 }
 
+mock_data "aws_partition" {
+  defaults = {
+    partition  = "aws"
+    dns_suffix = "amazonaws.com"
+  }
+}
+
 mock_data "aws_region" {
   defaults = {
     name = "us-east-1"

@@ -1,0 +1,293 @@
+# Pattern 2 (docs/self-healing-contract.md): a failed asynchronous invocation of a source function
+# lands in the failure queue (on-failure destination); a pipe hands each batch to the enrichment
+# function and puts its output on the bus; the rules (rules.tf) send each event to exactly one place:
+# the redrive function (retry) or the retry-exhausted queue (why not).
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+data "aws_caller_identity" "current" {}
+
+locals {
+  partition = data.aws_partition.current.partition
+  region    = data.aws_region.current.name
+  account   = data.aws_caller_identity.current.account_id
+
+  # The sources without their policies (a map needs one element type; the policies differ in shape).
+  # try(): the validation blocks report malformed entries; these must still evaluate meanwhile.
+  sources = {
+    for k in keys(var.sources) : k => {
+      function_name      = try(tostring(var.sources[k].function_name), "")
+      function_role_name = try(tostring(var.sources[k].function_role_name), "")
+      topic_arn          = try(tostring(var.sources[k].topic_arn), null)
+      # Unqualified: the event invoke config, the redrive invoke and the Scheduler target all use it.
+      function_arn = "arn:${local.partition}:lambda:${local.region}:${local.account}:function:${try(tostring(var.sources[k].function_name), "")}"
+    }
+  }
+  own_policy_keys = toset([for k in keys(var.sources) : k if try(var.sources[k].retry_policy, null) != null])
+
+  # Each source's effective policy facts: its own policy (modules/retry-policy) or the module default.
+  policy_json = {
+    for k in keys(local.sources) : k => contains(local.own_policy_keys, k) ? module.source_policy[k].policy_json : module.default_policy.policy_json
+  }
+  policy_transport = {
+    for k in keys(local.sources) : k => contains(local.own_policy_keys, k) ? module.source_policy[k].effective_policy.transport : module.default_policy.effective_policy.transport
+  }
+  # L(s) of the contract: redrives allowed = the largest budget (policy or retrying rule) - 1.
+  retry_limit = {
+    for k in keys(local.sources) : k => (contains(local.own_policy_keys, k) ? module.source_policy[k].max_attempts : module.default_policy.max_attempts) - 1
+  }
+
+  # Names, and the ARNs and URLs AWS will give them, known at plan time (IAM scopes, the environment
+  # size check and the pipe role's trust condition need them before anything exists).
+  names = {
+    bus                = var.name
+    failure_queue      = "${var.name}-failures"
+    failure_dlq        = "${var.name}-failures-dlq"
+    exhausted_queue    = "${var.name}-exhausted"
+    rules_dlq          = "${var.name}-rules-dlq"
+    redrive_dlq        = "${var.name}-redrive-dlq"
+    schedule_dlq       = "${var.name}-schedule-dlq"
+    pipe               = "${var.name}-failures"
+    enrichment         = "${var.name}-enrichment"
+    redrive            = "${var.name}-redrive"
+    schedule_group     = "${var.name}-redrive"
+    pipe_role          = "${var.name}-pipe"
+    pipe_log_group     = "/aws/vendedlogs/pipes/${var.name}-failures"
+    scheduler_role     = "${var.name}-redrive-scheduler"
+    source_role_policy = "serverless-retry-self-healing-${var.name}"
+  }
+  queue_url_prefix = "https://sqs.${local.region}.${data.aws_partition.current.dns_suffix}/${local.account}/"
+  queue_arn_prefix = "arn:${local.partition}:sqs:${local.region}:${local.account}:"
+  pipe_arn         = "arn:${local.partition}:pipes:${local.region}:${local.account}:pipe/${local.names.pipe}"
+
+  exhausted_max_message_size = coalesce(var.exhausted_max_message_size, var.max_message_size)
+  kms_key_arns               = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+}
+
+# --- retry policies: one description of the language (modules/retry-policy) for every policy -------
+module "default_policy" {
+  source       = "../retry-policy"
+  retry_policy = var.retry_policy
+}
+
+module "source_policy" {
+  source   = "../retry-policy"
+  for_each = local.own_policy_keys
+
+  retry_policy = var.sources[each.key].retry_policy
+}
+
+# --- queues ------------------------------------------------------------------------------------------
+locals {
+  queue_encryption = {
+    sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+    kms_master_key_id                 = var.kms_key_arn
+    kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 300
+  }
+}
+
+# Lambda's on-failure destination records of every source. The pipe holds a batch while the enrichment
+# runs, hence 6 x its timeout, as AWS advises for Lambda SQS sources.
+resource "aws_sqs_queue" "failures" {
+  name                       = local.names.failure_queue
+  visibility_timeout_seconds = 6 * var.timeout
+  message_retention_seconds  = var.message_retention_seconds
+  max_message_size           = var.max_message_size
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  # A batch whose enrichment or PutEvents keeps failing returns here; after max_receive_count receives
+  # SQS moves it to the DLQ, so no record loops until its retention expires.
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.failures_dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+
+  tags = var.tags
+}
+
+resource "aws_sqs_queue" "failures_dlq" {
+  name                      = local.names.failure_dlq
+  message_retention_seconds = var.dlq_message_retention_seconds
+  max_message_size          = var.max_message_size
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      # A message moved to a DLQ keeps its original enqueue timestamp (standard queues).
+      condition     = var.dlq_message_retention_seconds > var.message_retention_seconds
+      error_message = "dlq_message_retention_seconds (${var.dlq_message_retention_seconds}) must be longer than message_retention_seconds (${var.message_retention_seconds}): a dead-lettered record keeps its original enqueue time, so a DLQ that keeps messages no longer than the failure queue loses them."
+    }
+  }
+}
+
+resource "aws_sqs_queue_redrive_allow_policy" "failures_dlq" {
+  queue_url = aws_sqs_queue.failures_dlq.url
+  redrive_allow_policy = jsonencode({
+    redrivePermission = "byQueue"
+    sourceQueueArns   = [aws_sqs_queue.failures.arn]
+  })
+}
+
+# Every event given up on, as an ExhaustedRecord {outcome, reason, detail}: from the exhausted rules,
+# the redrive function (policy budget, max age, too large) and the enrichment (too large for the bus).
+resource "aws_sqs_queue" "exhausted" {
+  name                      = local.names.exhausted_queue
+  message_retention_seconds = var.dlq_message_retention_seconds
+  max_message_size          = local.exhausted_max_message_size
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      # The enrichment's last resort for an event too large for the bus is the raw record, verbatim.
+      condition     = local.exhausted_max_message_size >= var.max_message_size
+      error_message = "exhausted_max_message_size (${local.exhausted_max_message_size}) must be at least max_message_size (${var.max_message_size}): a failure record too large for the bus goes to the retry-exhausted queue whole, as it came through the failure queue."
+    }
+  }
+}
+
+# Dead-letter queues of what the machinery itself could not deliver: rule targets (EventBridge could
+# not hand an event to the redrive function or the exhausted queue), the redrive function's failed
+# invocations (its on-failure destination), and schedules the Scheduler could not deliver.
+resource "aws_sqs_queue" "rules_dlq" {
+  name                      = local.names.rules_dlq
+  message_retention_seconds = var.dlq_message_retention_seconds
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+}
+
+resource "aws_sqs_queue" "redrive_dlq" {
+  name                      = local.names.redrive_dlq
+  message_retention_seconds = var.dlq_message_retention_seconds
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+}
+
+# Standard, as the Scheduler requires of a dead-letter queue.
+resource "aws_sqs_queue" "schedule_dlq" {
+  name                      = local.names.schedule_dlq
+  message_retention_seconds = var.dlq_message_retention_seconds
+
+  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+}
+
+resource "aws_sqs_queue_policy" "failures" {
+  queue_url = aws_sqs_queue.failures.url
+  policy    = data.aws_iam_policy_document.tls_only["failures"].json
+}
+
+resource "aws_sqs_queue_policy" "failures_dlq" {
+  queue_url = aws_sqs_queue.failures_dlq.url
+  policy    = data.aws_iam_policy_document.tls_only["failures_dlq"].json
+}
+
+resource "aws_sqs_queue_policy" "exhausted" {
+  queue_url = aws_sqs_queue.exhausted.url
+  policy    = data.aws_iam_policy_document.exhausted_queue.json
+}
+
+resource "aws_sqs_queue_policy" "rules_dlq" {
+  queue_url = aws_sqs_queue.rules_dlq.url
+  policy    = data.aws_iam_policy_document.rules_dlq.json
+}
+
+resource "aws_sqs_queue_policy" "redrive_dlq" {
+  queue_url = aws_sqs_queue.redrive_dlq.url
+  policy    = data.aws_iam_policy_document.tls_only["redrive_dlq"].json
+}
+
+resource "aws_sqs_queue_policy" "schedule_dlq" {
+  queue_url = aws_sqs_queue.schedule_dlq.url
+  policy    = data.aws_iam_policy_document.tls_only["schedule_dlq"].json
+}
+
+# --- the sources: on failure, a destination record to the failure queue ------------------------------
+resource "aws_lambda_function_event_invoke_config" "source" {
+  for_each = local.sources
+
+  function_name                = each.value.function_name
+  maximum_retry_attempts       = var.maximum_retry_attempts
+  maximum_event_age_in_seconds = var.maximum_event_age_in_seconds
+
+  destination_config {
+    on_failure {
+      destination = aws_sqs_queue.failures.arn
+    }
+  }
+
+  # Lambda checks that the function's role may send to the destination when it is configured.
+  depends_on = [aws_iam_role_policy.source]
+}
+
+# --- pipe: failure queue -> enrichment -> bus -------------------------------------------------------
+resource "aws_cloudwatch_event_bus" "this" {
+  name = local.names.bus
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_log_group" "pipe" {
+  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
+  name              = local.names.pipe_log_group
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_pipes_pipe" "failures" {
+  name        = local.names.pipe
+  description = "serverless-retry self-healing ${var.name}: failure records -> enrichment -> bus ${local.names.bus}"
+  role_arn    = aws_iam_role.pipe.arn
+  source      = aws_sqs_queue.failures.arn
+  enrichment  = aws_lambda_function.enrichment.arn
+  target      = aws_cloudwatch_event_bus.this.arn
+
+  source_parameters {
+    sqs_queue_parameters {
+      batch_size                         = var.pipe_batch_size
+      maximum_batching_window_in_seconds = var.pipe_maximum_batching_window_seconds
+    }
+  }
+
+  # The rules match on exactly these (serverless_retry.selfheal.types BUS_SOURCE / BUS_DETAIL_TYPE).
+  target_parameters {
+    eventbridge_event_bus_parameters {
+      source      = local.bus_source
+      detail_type = local.bus_detail_type
+    }
+  }
+
+  log_configuration {
+    level = var.pipe_log_level
+    cloudwatch_logs_log_destination {
+      log_group_arn = aws_cloudwatch_log_group.pipe.arn
+    }
+  }
+
+  tags = var.tags
+
+  # The role must be able to read the queue and invoke the enrichment before the pipe starts polling.
+  depends_on = [aws_iam_role_policy.pipe]
+}
