@@ -60,6 +60,9 @@ cmd_package() {
   log "packaging dist/examples/scheduled-retry.zip"
   "$VENV/bin/python" scripts/build_package.py \
     --extra examples/scheduled-retry/src/orders_example --out dist/examples/scheduled-retry.zip
+  log "packaging dist/examples/self-healing.zip"
+  "$VENV/bin/python" scripts/build_package.py \
+    --extra examples/self-healing/src/self_healing_example --out dist/examples/self-healing.zip
 }
 
 cmd_test() {

@@ -30,29 +30,41 @@ locals {
     }
   ]
 
-  # Every field the policy sets, with the path Python's PolicyError names (e.g. rules[1].backoff.jitter).
+  # The objects as given, nulls included: an unknown key is an error even when its value is null, as
+  # in Python (which checks the keys before it drops the nulls).
+  raw = {
+    policy  = try({ for k, v in var.retry_policy : k => v if local.policy_kind == "object" }, {})
+    backoff = try({ for k, v in local.top.backoff : k => v if local.backoff_kind == "object" }, {})
+    rules   = [for r in local.rules_given : try({ for k, v in r : k => v if startswith(jsonencode(r), "{") }, {})]
+    rule_backoffs = [
+      for r in local.rules : try({ for k, v in r.fields.backoff : k => v if startswith(jsonencode(r.fields.backoff), "{") }, {})
+    ]
+  }
+
+  # Every field the policy names, with the path Python's PolicyError names (e.g. rules[1].backoff.jitter).
+  # A null object field is unset (fine if known); a null array element is a value, and a wrong one.
   fields = concat(
-    [for k, v in local.top : { scope = "policy", parent = "", path = k, key = k, value = v }],
-    [for k, v in local.backoff : { scope = "backoff", parent = "backoff", path = "backoff.${k}", key = k, value = v }],
-    [for i, r in local.rules_given : { scope = "rules", parent = "rules", path = "rules[${i}]", key = "*", value = r }],
+    [for k, v in local.raw.policy : { scope = "policy", parent = "", path = k, key = k, value = v, unset = v == null }],
+    [for k, v in local.raw.backoff : { scope = "backoff", parent = "backoff", path = "backoff.${k}", key = k, value = v, unset = v == null }],
+    [for i, r in local.rules_given : { scope = "rules", parent = "rules", path = "rules[${i}]", key = "*", value = r, unset = false }],
     flatten([
-      for i, r in local.rules : [
-        for k, v in r.fields : { scope = "rule", parent = "rules[${i}]", path = "rules[${i}].${k}", key = k, value = v }
+      for i, r in local.raw.rules : [
+        for k, v in r : { scope = "rule", parent = "rules[${i}]", path = "rules[${i}].${k}", key = k, value = v, unset = v == null }
       ]
     ]),
     flatten([
-      for i, b in local.rule_backoffs : [
-        for k, v in b : { scope = "backoff", parent = "rules[${i}].backoff", path = "rules[${i}].backoff.${k}", key = k, value = v }
-      ]
-    ]),
-    flatten([
-      for i, l in local.rule_lists : [
-        for j, v in l.errors : { scope = "errors", parent = "rules[${i}].errors", path = "rules[${i}].errors[${j}]", key = "*", value = v }
+      for i, b in local.raw.rule_backoffs : [
+        for k, v in b : { scope = "backoff", parent = "rules[${i}].backoff", path = "rules[${i}].backoff.${k}", key = k, value = v, unset = v == null }
       ]
     ]),
     flatten([
       for i, l in local.rule_lists : [
-        for j, v in l.http_status : { scope = "http_status", parent = "rules[${i}].http_status", path = "rules[${i}].http_status[${j}]", key = "*", value = v }
+        for j, v in l.errors : { scope = "errors", parent = "rules[${i}].errors", path = "rules[${i}].errors[${j}]", key = "*", value = v, unset = false }
+      ]
+    ]),
+    flatten([
+      for i, l in local.rule_lists : [
+        for j, v in l.http_status : { scope = "http_status", parent = "rules[${i}].http_status", path = "rules[${i}].http_status[${j}]", key = "*", value = v, unset = false }
       ]
     ]),
   )
@@ -72,8 +84,10 @@ locals {
     for f in local.typed_fields : {
       path  = f.path
       group = f.spec == null ? "unknown" : f.spec.group
+      unset = f.unset
       message = (
         f.spec == null ? "unknown field \"${f.key}\" (known fields: ${join(", ", keys(local.field_specs[f.scope]))})" :
+        f.unset ? "" :
         f.spec.type == "integer" ? (
           f.kind != "number" ? "must be an integer, got ${f.kind} ${f.json}" :
           floor(f.value) != f.value ? "must be an integer, got ${f.json}" :
@@ -101,7 +115,8 @@ locals {
       )
     }
   ]
-  valid_paths = toset([for r in local.field_results : r.path if r.message == ""])
+  # Fields set to a valid value (unset ones take their defaults).
+  valid_paths = toset([for r in local.field_results : r.path if r.message == "" && !r.unset])
 
   # A backoff's effective values: what it sets (when valid), else what it inherits.
   # (Conditionals unify the types of both branches even when one is not chosen, hence the to*().)

@@ -12,8 +12,9 @@ locals {
   bus_source      = "serverless-retry.self-healing"
   bus_detail_type = "serverless-retry failure"
   invalid_record  = "InvalidFailureRecord"
-  not_retried     = distinct(concat(var.do_not_retry, ["MissingErrorType", local.invalid_record]))
-  function_names  = sort([for s in values(local.sources) : s.function_name])
+  # Sorted, as serverless_retry.selfheal.rules.bus_rules() writes them (tests compare the two).
+  not_retried    = sort(distinct(concat(var.do_not_retry, ["MissingErrorType", local.invalid_record])))
+  function_names = sort([for s in values(local.sources) : s.function_name])
 
   envelope = {
     source        = [local.bus_source]
@@ -39,13 +40,14 @@ locals {
     })
   }
 
-  # The exhausted rules: pattern, the outcome (ExhaustedOutcome) and the reason written with the event.
+  # The exhausted rules: pattern, the outcome (ExhaustedOutcome) and the reason written with the event
+  # (the texts of serverless_retry.selfheal.rules.bus_rules()).
   exhausted_rules = merge(
     {
       for k, s in local.sources : "budget-${k}" => {
         pattern = local.budget_patterns[k]
         outcome = "exhausted"
-        reason  = "retry budget of ${s.function_name} spent (${local.retry_limit[k]} retries)"
+        reason  = "retry budget of ${s.function_name} (${local.retry_limit[k]} retries) spent"
       }
     },
     {
@@ -55,14 +57,14 @@ locals {
           error_type    = [for e in local.not_retried : e if e != local.invalid_record]
         } } })
         outcome = "non-retryable"
-        reason  = "error type not retried (the do-not-retry list of ${var.name}, or MissingErrorType: the record names no error)"
+        reason  = "the error type is in the do-not-retry list (or the record names no error type)"
       }
       invalid-record = {
         pattern = merge(local.envelope, { detail = { meta = {
           error_type = [local.invalid_record]
         } } })
         outcome = "invalid-failure-record"
-        reason  = "the failure queue of ${var.name} held a record that is not a readable Lambda destination record (see detail.meta.problem)"
+        reason  = "the failure queue held a record that is not a readable Lambda failure record"
       }
       unknown-source = {
         pattern = merge(local.envelope, { detail = { meta = {
@@ -70,7 +72,7 @@ locals {
           error_type    = [{ anything-but = [local.invalid_record] }]
         } } })
         outcome = "unknown-source"
-        reason  = "the failed function is not a source of self-healing ${var.name}"
+        reason  = "the failed function is not a source of this module"
       }
     },
   )
@@ -129,7 +131,8 @@ resource "aws_cloudwatch_event_target" "retry" {
     arn = aws_sqs_queue.rules_dlq.arn
   }
 
-  depends_on = [aws_lambda_permission.redrive]
+  # EventBridge may invoke the redrive function, and dead-letter to the rules DLQ, once these exist.
+  depends_on = [aws_lambda_permission.redrive, aws_sqs_queue_policy.rules_dlq]
 }
 
 resource "aws_cloudwatch_event_rule" "exhausted" {
@@ -172,6 +175,6 @@ resource "aws_cloudwatch_event_target" "exhausted" {
     arn = aws_sqs_queue.rules_dlq.arn
   }
 
-  # The queue policy lets these rules (and only these) send.
-  depends_on = [aws_sqs_queue_policy.exhausted]
+  # The queue policies let these rules (and only these) send, and dead-letter.
+  depends_on = [aws_sqs_queue_policy.exhausted, aws_sqs_queue_policy.rules_dlq]
 }

@@ -25,7 +25,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
-APPLY_TESTS = HERE / "test_example_apply.py"
+# The example-apply tests (test_example_apply*.py) run last: they wait for their stack.
+APPLY_TESTS = "test_example_apply"
 MODULES = (
     "modules/retry-policy",
     "modules/queue",
@@ -35,7 +36,7 @@ MODULES = (
     "modules/monitoring",
     "modules/self-healing",
 )
-EXAMPLES = ("examples/scheduled-retry",)
+EXAMPLES = ("examples/scheduled-retry", "examples/self-healing")
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")
@@ -56,7 +57,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for i in ours:
         items[i].add_marker(pytest.mark.terraform)
     block = [items[i] for i in ours]
-    block.sort(key=lambda item: Path(str(item.fspath)) == APPLY_TESTS)  # stable: order kept otherwise
+    block.sort(key=lambda item: Path(str(item.fspath)).name.startswith(APPLY_TESTS))  # stable sort
     for i, item in zip(ours, block, strict=True):
         items[i] = item
 

@@ -49,6 +49,7 @@ class StackSpec:
 
 STACKS: tuple[StackSpec, ...] = (
     StackSpec("scheduled-retry", "scheduled_retry_stack", "examples/scheduled-retry/src/orders_example", {"function_timeout": 30}),
+    StackSpec("self-healing", "self_healing_stack", "examples/self-healing/src/self_healing_example"),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 

@@ -189,7 +189,7 @@ run "rules_are_the_contract_table" {
       "detail-type" = ["serverless-retry failure"]
       detail = { meta = {
         function_name = ["orders-fn"]
-        error_type    = [{ anything-but = ["KeyError", "ValidationError", "MissingErrorType", "InvalidFailureRecord"] }]
+        error_type    = [{ anything-but = ["InvalidFailureRecord", "KeyError", "MissingErrorType", "ValidationError"] }]
         retry_count   = [{ numeric = ["<", 5] }]
       } }
     }
@@ -202,7 +202,7 @@ run "rules_are_the_contract_table" {
       "detail-type" = ["serverless-retry failure"]
       detail = { meta = {
         function_name = ["invoices-fn"]
-        error_type    = [{ anything-but = ["KeyError", "ValidationError", "MissingErrorType", "InvalidFailureRecord"] }]
+        error_type    = [{ anything-but = ["InvalidFailureRecord", "KeyError", "MissingErrorType", "ValidationError"] }]
         retry_count   = [{ numeric = [">=", 4] }]
       } }
     }
@@ -215,7 +215,7 @@ run "rules_are_the_contract_table" {
       "detail-type" = ["serverless-retry failure"]
       detail = { meta = {
         function_name = ["invoices-fn", "orders-fn"]
-        error_type    = ["KeyError", "ValidationError", "MissingErrorType"]
+        error_type    = ["KeyError", "MissingErrorType", "ValidationError"]
       } }
     }
     error_message = "Do-not-retry rule: ${output.event_patterns["heal-do-not-retry"]}"
@@ -277,7 +277,7 @@ run "targets_redrive_or_exhausted_with_a_dlq_each" {
   }
 
   assert {
-    condition     = jsondecode(replace(aws_cloudwatch_event_target.exhausted["budget-orders"].input_transformer[0].input_template, "<detail>", "{}")).reason == "retry budget of orders-fn spent (5 retries)"
+    condition     = jsondecode(replace(aws_cloudwatch_event_target.exhausted["budget-orders"].input_transformer[0].input_template, "<detail>", "{}")).reason == "retry budget of orders-fn (5 retries) spent"
     error_message = "The budget rule's reason names the function and its limit, and the template is JSON once <detail> is filled."
   }
 

@@ -78,3 +78,10 @@ mock_resource "aws_cloudwatch_dashboard" {
     dashboard_arn = "arn:aws:cloudwatch::123456789012:dashboard/mock-dashboard"
   }
 }
+
+mock_resource "aws_sns_topic" {
+  override_during = plan
+  defaults = {
+    arn = "arn:aws:sns:us-east-1:123456789012:mock-topic"
+  }
+}
