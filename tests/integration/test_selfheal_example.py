@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
@@ -61,23 +60,28 @@ def _report(result: SelfHealingAccounting) -> list[str]:
 
 
 def test_the_example_ends_every_delivery_as_the_demo_says(drive: Drive, layout: Layout) -> None:
-    messages = build_messages(2, seed=11)
+    messages = build_messages(
+        2, layout.functions, seed=11
+    )  # 1 healed + 1 spent order, 1 good + 1 bad invoice
     published = publish(drive.clients["sns"], layout, messages)
     assert drive.run(), settled_probe(drive.clients, layout)
     result = collect(drive.clients, layout, published, drive.events)
     assert _report(result) == []
-    assert result.totals == {"exhausted": 2, "non-retryable": 2, "processed": 2}
-    one = [d for d in result.deliveries if d.expected.function == layout.function_one]
-    assert all(d.attempts == 4 and len(d.delays) == 3 for d in one)
-    assert all(a <= b for d in one for a, b in zip(d.delays, d.delays[1:], strict=False))  # backoff grows
+    assert result.totals == {"exhausted": 1, "non-retryable": 1, "processed": 4}
+    charge = {d.outcome: d for d in result.deliveries if d.expected.function == layout.functions.charge}
+    assert (charge["exhausted"].attempts, charge["exhausted"].error_type) == (4, "HttpError")
+    assert charge["exhausted"].delays == (10, 20, 40)  # the example's policy: exponential from 10 s
+    assert (charge["processed"].attempts, charge["processed"].delays) == (3, (10, 20))  # healed on attempt 3
+    audit = [d for d in result.deliveries if d.expected.function == layout.functions.audit]
+    assert [(d.outcome, d.attempts) for d in audit] == [("processed", 1)] * 2  # each order once
 
 
 def test_the_exhausted_record_keeps_the_original_sns_message(drive: Drive, layout: Layout) -> None:
     sns, sqs = drive.clients["sns"], drive.clients["sqs"]
     attributes = {"tenant": {"DataType": "String", "StringValue": "acme"}}
     message_id = sns.publish(
-        TopicArn=layout.topics["two"],
-        Message='{"order_id": "kept"}',
+        TopicArn=layout.topics["invoices"],
+        Message='{"invoice_id": "kept"}',
         Subject="keep me",
         MessageAttributes=attributes,
     )["MessageId"]
@@ -91,7 +95,7 @@ def test_the_exhausted_record_keeps_the_original_sns_message(drive: Drive, layou
     (record,) = [b for b in bodies if b["detail"]["meta"]["retry_id"] == message_id]
     assert record["outcome"] == "non-retryable"
     sns_record = record["detail"]["payload"]["Records"][0]["Sns"]
-    assert sns_record["Message"] == '{"order_id": "kept"}'
+    assert sns_record["Message"] == '{"invoice_id": "kept"}'
     assert sns_record["Subject"] == "keep me"
     assert sns_record["MessageAttributes"] == {
         "tenant": {"Type": "String", "Value": "acme"}
@@ -103,7 +107,7 @@ def test_the_exhausted_record_keeps_the_original_sns_message(drive: Drive, layou
 def _applied_rules(drive: Drive, layout: Layout) -> list[Rule]:
     events, lam = drive.clients["events"], drive.clients["lambda"]
     redrive_arn = lam.get_function(FunctionName=layout.redrive_function)["Configuration"]["FunctionArn"]
-    bus = str(drive.example.outputs.get("event_bus_name") or _bus_of(drive.example.outputs))
+    bus = layout.event_bus
     rules = []
     for summary in events.list_rules(EventBusName=bus)["Rules"]:
         (target,) = events.list_targets_by_rule(Rule=summary["Name"], EventBusName=bus)["Targets"]
@@ -120,30 +124,17 @@ def _applied_rules(drive: Drive, layout: Layout) -> list[Rule]:
     return rules
 
 
-def _bus_of(outputs: dict[str, Any]) -> str:
-    for value in outputs.values():
-        if isinstance(value, dict) and "event_bus_name" in value:
-            return str(value["event_bus_name"])
-    raise KeyError("event_bus_name")
-
-
 def _limits(drive: Drive, layout: Layout) -> dict[str, int]:
-    outputs = drive.example.outputs
-    limits = outputs.get("retry_limits") or next(
-        v["retry_limits"] for v in outputs.values() if isinstance(v, dict) and "retry_limits" in v
-    )
-    functions = {layout.function_one, layout.function_two}
-    by_name: dict[str, int] = {}
-    for key, limit in limits.items():  # keyed by source key or by function name
-        name = key if key in functions else next((f for f in functions if f.endswith(key)), key)
-        by_name[name] = int(limit)
-    return by_name
+    """The example's retry limits by function name (its output is keyed by source: charge, invoice)."""
+    by_source = drive.example.outputs["retry_limits"]
+    names = {"charge": layout.functions.charge, "invoice": layout.functions.invoice}
+    return {names[source]: int(limit) for source, limit in by_source.items()}
 
 
 def test_the_applied_rules_are_exhaustive_and_disjoint_over_the_grid(drive: Drive, layout: Layout) -> None:
     rules = _applied_rules(drive, layout)
     limits = _limits(drive, layout)
-    assert set(limits) == {layout.function_one, layout.function_two}
+    assert limits == {layout.functions.charge: 3, layout.functions.invoice: 2}
     assert check(drive.clients["events"], rules, grid(limits, ["KeyError"])) == []
 
 
@@ -157,7 +148,9 @@ def test_a_redrive_that_keeps_failing_ends_in_the_redrive_dlq(drive: Drive, layo
     }  # every schedule it creates fails
     lam.update_function_configuration(FunctionName=layout.redrive_function, Environment={"Variables": broken})
     try:
-        message_id = sns.publish(TopicArn=layout.topics["one"], Message='{"order_id": "doomed"}')["MessageId"]
+        message_id = sns.publish(TopicArn=layout.topics["orders"], Message='{"order_id": "doomed"}')[
+            "MessageId"
+        ]
         assert drive.run(deadline=120)
     finally:
         lam.update_function_configuration(
@@ -171,5 +164,5 @@ def test_a_redrive_that_keeps_failing_ends_in_the_redrive_dlq(drive: Drive, layo
     assert [r["ok"] for r in redrive_runs] == [False, False, False]  # Lambda's own two retries
     result = collect(drive.clients, layout, [], drive.events)
     dead = [f for f in result.unknown_finals if f.message_id == message_id]
-    assert [(f.place, f.function) for f in dead] == [("redrive-dlq", layout.function_one)]
+    assert [(f.place, f.function) for f in dead] == [("redrive-dlq", layout.functions.charge)]
     assert [e for e in drive.events if e.kind == "error"] == []

@@ -126,3 +126,22 @@ def test_parse_redrive_logs() -> None:
         ),
     ]
     assert parse_redrive_logs(lines) == [Redrive("m1", 2, 60, "schedule")]
+
+
+def test_the_workload_expects_what_the_example_does() -> None:
+    from serverless_retry_tools.local.selfheal_workload import ExampleFunctions, build_messages
+
+    names = ExampleFunctions(charge="c", invoice="i", audit="a")
+    messages = build_messages(5, names)
+    orders = [m for m in messages if m.topic == "orders"]
+    invoices = [m for m in messages if m.topic == "invoices"]
+    assert len(orders) == len(invoices) == 5
+    assert all([e.function for e in m.expectations] == ["c", "a"] for m in orders)
+    charge = sorted((m.expectations[0].outcome, m.expectations[0].attempts) for m in orders)
+    assert charge == [("exhausted", 4)] * 4 + [("processed", 3)]  # one healed on attempt 3
+    assert sorted(m.expectations[0].outcome for m in invoices) == ["non-retryable"] * 4 + ["processed"]
+    healed = [json.loads(m.body) for m in orders if m.expectations[0].outcome == "processed"]
+    assert healed[0]["succeed_on_attempt"] == 3
+    assert all(
+        "customer_id" not in json.loads(m.body) for m in invoices if m.expectations[0].outcome != "processed"
+    )

@@ -5,8 +5,9 @@ the local runtime (SNS -> Lambda, Lambda's async retries and destinations, the p
 enrichment, the bus rules, the redrive function, its schedules) until every delivery is final, then
 account for each (message, subscribed function) from what the emulator shows
 (:mod:`serverless_retry_tools.local.selfheal_accounting`), destroy and stop. Exit status 0 only when
-every delivery ended as the example says: function one 1 + 3 attempts then ``exhausted``, function
-two ``non-retryable`` at once, the healthy subscriber each message exactly once.
+every delivery ended as the example says: the charge function (function one) 1 + 3 attempts then
+``exhausted`` (or charged on the attempt an order asks for), the invoice function (function two)
+``non-retryable`` at once (or invoiced), the audit subscriber each order exactly once.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from serverless_retry_tools.local.selfheal_accounting import (
     parse_exhausted,
     parse_redrive_logs,
 )
-from serverless_retry_tools.local.selfheal_workload import Message, build_messages, expectations
+from serverless_retry_tools.local.selfheal_workload import ExampleFunctions, Message, build_messages
 from serverless_retry_tools.local.terraform import Terraform, TerraformError, cli_environment
 
 __all__ = ["Layout", "SelfHealingOptions", "collect", "publish", "run_selfheal_demo", "settled_probe"]
@@ -74,35 +75,37 @@ def _find(outputs: Mapping[str, Any], name: str) -> Any:
 class Layout:
     """What the demo needs of the applied example, from its outputs."""
 
-    topics: dict[str, str]  # "one" / "two" -> topic ARN
-    function_one: str
-    function_two: str
-    healthy: str
+    topics: dict[str, str]  # "orders" / "invoices" -> topic ARN
+    functions: ExampleFunctions
     exhausted_queue_url: str
     failure_queue_url: str
     dlqs: dict[str, str]  # place -> queue URL
     schedule_group: str
     redrive_function: str
+    event_bus: str
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> Layout:
         return cls(
-            topics={"one": str(_find(outputs, "topic_one_arn")), "two": str(_find(outputs, "topic_two_arn"))},
-            function_one=str(_find(outputs, "function_one_name")),
-            function_two=str(_find(outputs, "function_two_name")),
-            healthy=str(_find(outputs, "healthy_function_name")),
+            topics={
+                "orders": str(_find(outputs, "orders_topic_arn")),
+                "invoices": str(_find(outputs, "invoices_topic_arn")),
+            },
+            functions=ExampleFunctions(
+                charge=str(_find(outputs, "charge_function_name")),
+                invoice=str(_find(outputs, "invoice_function_name")),
+                audit=str(_find(outputs, "audit_function_name")),
+            ),
             exhausted_queue_url=str(_find(outputs, "exhausted_queue_url")),
             failure_queue_url=str(_find(outputs, "failure_queue_url")),
             dlqs={name.removesuffix("_url").replace("_", "-"): str(_find(outputs, name)) for name in _DLQS},
             schedule_group=str(_find(outputs, "schedule_group_name")),
             redrive_function=str(_find(outputs, "redrive_function_name")),
+            event_bus=str(_find(outputs, "event_bus_name")),
         )
 
 
 def publish(sns: Any, layout: Layout, messages: list[Message]) -> list[Published]:
-    expected = expectations(
-        function_one=layout.function_one, function_two=layout.function_two, healthy=layout.healthy
-    )
     published = []
     for message in messages:
         params: dict[str, Any] = {
@@ -113,7 +116,7 @@ def publish(sns: Any, layout: Layout, messages: list[Message]) -> list[Published
         if message.subject:
             params["Subject"] = message.subject
         message_id = str(sns.publish(**params)["MessageId"])
-        published.append(Published(message_id, message.topic, message.key, expected[message.topic]))
+        published.append(Published(message_id, message.topic, message.key, message.expectations))
     return published
 
 
@@ -199,7 +202,7 @@ def collect(
 
 def _table(result: SelfHealingAccounting, out: _Out) -> None:
     out(
-        f"{'order':<9} {'topic':<5} {'function':<24} {'outcome':<14} {'attempts':>8}  {'delays (logical s)':<22} evidence",
+        f"{'message':<8} {'topic':<9} {'function':<26} {'outcome':<14} {'attempts':>8}  {'delays (logical s)':<19} evidence",
         stamp=False,
     )
     rows = sorted(result.deliveries, key=lambda d: (d.message.topic, d.message.key, d.expected.function))
@@ -208,8 +211,8 @@ def _table(result: SelfHealingAccounting, out: _Out) -> None:
         flag = "" if d.as_expected else "   <-- " + "; ".join(d.problems)
         error = f" ({d.error_type})" if d.error_type else ""
         out(
-            f"{d.message.key:<9} {d.message.topic:<5} {d.expected.function:<24} {d.outcome:<14} {d.attempts:>8}  "
-            f"{delays:<22} {d.evidence}{error}{flag}",
+            f"{d.message.key:<8} {d.message.topic:<9} {d.expected.function:<26} {d.outcome:<14} {d.attempts:>8}  "
+            f"{delays:<19} {d.evidence}{error}{flag}",
             stamp=False,
         )
 
@@ -255,7 +258,6 @@ def run_selfheal_demo(options: SelfHealingOptions, stream: TextIO) -> int:
         return 2
     work_dir = options.work_dir or Path(tempfile.mkdtemp(prefix="serverless-retry-demo-"))
     work_dir.mkdir(parents=True, exist_ok=True)
-    messages = build_messages(options.per_topic, seed=options.seed)
     out(
         f"serverless-retry demo: examples/{EXAMPLE} on a local AWS emulator; clock x{options.clock_scale:g} "
         f"(work dir {work_dir})"
@@ -275,9 +277,7 @@ def run_selfheal_demo(options: SelfHealingOptions, stream: TextIO) -> int:
             out("terraform init done; applying (the AWS provider waits ~25 s on each SQS queue and policy)")
             tf.apply(variables)
             out(f"terraform apply done in {tf.timings['apply']:.0f} s")
-            status = _exercise(
-                tf.outputs(), emulator, messages=messages, options=options, work_dir=work_dir, out=out
-            )
+            status = _exercise(tf.outputs(), emulator, options=options, work_dir=work_dir, out=out)
         except (TerraformError, KeyError) as exc:
             out(f"error: {exc}")
             return 1
@@ -296,12 +296,12 @@ def _exercise(
     outputs: dict[str, Any],
     emulator: Emulator,
     *,
-    messages: list[Message],
     options: SelfHealingOptions,
     work_dir: Path,
     out: _Out,
 ) -> int:
     layout = Layout.from_outputs(outputs)
+    messages = build_messages(options.per_topic, layout.functions, seed=options.seed)
     kwargs = emulator.client_kwargs()
     clients: dict[str, Any] = {
         s: boto3.client(s, config=_CLIENT_CONFIG, **kwargs) for s in ("sqs", "sns", "scheduler", "logs")
@@ -319,8 +319,8 @@ def _exercise(
     runtime = Runtime(emulator.url, region=emulator.region, work_dir=work_dir / "runtime", on_event=on_event)
     counts = Counter(m.topic for m in messages)
     out(
-        f"publishing {len(messages)} messages: topic one {counts['one']} (function one + the healthy subscriber), "
-        f"topic two {counts['two']} (function two)"
+        f"publishing {counts['orders']} orders (to {layout.functions.charge} and {layout.functions.audit}) and "
+        f"{counts['invoices']} invoices (to {layout.functions.invoice})"
     )
     published = publish(clients["sns"], layout, messages)
     started = runtime.clock.now()
