@@ -41,8 +41,8 @@ def test_a_run_as_the_example_says_balances() -> None:
         *runs("fn-two", "m2", False),
     ]
     finals = [
-        Final("exhausted", "m1", "fn-one", "exhausted", attempt=4, error_type="HTTPError"),
-        Final("exhausted", "m2", "fn-two", "non-retryable", attempt=1, error_type="KeyError"),
+        Final("exhausted-queue", "m1", "fn-one", "exhausted", attempt=4, error_type="HTTPError"),
+        Final("exhausted-queue", "m2", "fn-two", "non-retryable", attempt=1, error_type="KeyError"),
     ]
     redrives = [
         Redrive("m1", 2, 60, "schedule"),
@@ -63,7 +63,7 @@ def test_unaccounted_duplicate_conflict_and_unknown_are_reported() -> None:
     invocations = [*runs("fn-one", "m1", False, False), *runs("fn-healthy", "m1", True, True)]
     finals = [
         Final("rules-dlq", "m1", "", "dlq:rules-dlq"),
-        Final("exhausted", "other", "fn-one", "exhausted"),
+        Final("exhausted-queue", "other", "fn-one", "exhausted"),
     ]
     result = account(published, invocations, finals, [])
     assert not result.ok

@@ -71,7 +71,7 @@ class Invocation:
 class Final:
     """A record in the retry-exhausted queue or a dead-letter queue."""
 
-    place: str  # exhausted | failure-dlq | rules-dlq | redrive-dlq | schedule-dlq
+    place: str  # exhausted-queue | failure-dlq | rules-dlq | redrive-dlq | schedule-dlq
     message_id: str  # the SNS MessageId it stands for ("" when it names none)
     function: str  # "" when it names none
     outcome: str
@@ -134,9 +134,9 @@ def parse_exhausted(body: str) -> Final:
         record = None
     meta = (record.get("detail") or {}).get("meta") if isinstance(record, dict) else None
     if not isinstance(record, dict) or not isinstance(meta, dict):
-        return Final("exhausted", "", "", "unreadable", reason=body[:200])
+        return Final("exhausted-queue", "", "", "unreadable", reason=body[:200])
     return Final(
-        "exhausted",
+        "exhausted-queue",
         str(meta.get("retry_id") or ""),
         str(meta.get("function_name") or ""),
         str(record.get("outcome") or "unknown"),
