@@ -88,7 +88,13 @@ def test_parse_exhausted_record() -> None:
     }
     final = parse_exhausted(json.dumps({"outcome": "exhausted", "reason": "budget spent", "detail": detail}))
     assert final == Final(
-        "exhausted-queue", "m1", "fn-one", "exhausted", attempt=4, error_type="HTTPError", reason="budget spent"
+        "exhausted-queue",
+        "m1",
+        "fn-one",
+        "exhausted",
+        attempt=4,
+        error_type="HTTPError",
+        reason="budget spent",
     )
     assert parse_exhausted("not json").outcome == "unreadable"
 
