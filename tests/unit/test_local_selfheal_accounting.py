@@ -151,3 +151,15 @@ def test_the_workload_expects_what_the_example_does() -> None:
     assert all(
         "customer_id" not in json.loads(m.body) for m in invoices if m.expectations[0].outcome != "processed"
     )
+
+
+def test_a_retry_before_its_backoff_is_a_problem() -> None:
+    published = [Published("m1", "two", "o", (Expectation("fn", "exhausted", 2),))]
+    early = [Invocation("fn", "m1", False, "E: x", 0), Invocation("fn", "m1", False, "E: x", 5_000)]
+    final = [Final("exhausted-queue", "m1", "fn", "exhausted", attempt=2)]
+    (delivery,) = account(published, early, final, [Redrive("m1", 2, 60, "schedule")]).deliveries
+    assert delivery.waited == (5,)
+    assert "attempt 2 came before its backoff" in delivery.problems
+    on_time = [early[0], Invocation("fn", "m1", False, "E: x", 59_500)]  # whole-second tolerance
+    (delivery,) = account(published, on_time, final, [Redrive("m1", 2, 60, "schedule")]).deliveries
+    assert delivery.as_expected

@@ -24,7 +24,9 @@ def register(subparsers: Any) -> None:
     )
     demo.add_argument("--orders", type=int, default=100, help="number of orders to send (default 100)")
     demo.add_argument(
-        "--clock-scale", type=float, default=100.0, help="logical seconds per real second (default 100)"
+        "--clock-scale",
+        type=float,
+        help="logical seconds per real second (default 100 for scheduled-retry, 10 for self-healing)",
     )
     demo.add_argument(
         "--function-timeout",
@@ -88,7 +90,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
         options = SelfHealingOptions(
             per_topic=args.messages,
-            clock_scale=args.clock_scale,
+            clock_scale=args.clock_scale or SelfHealingOptions.clock_scale,
             deadline_seconds=args.deadline,
             seed=args.seed,
             work_dir=Path(args.work_dir) if args.work_dir else None,
@@ -97,8 +99,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if args.repo:
             options.repo = Path(args.repo)
         return run_selfheal_demo(options, sys.stdout)
-    from serverless_retry_tools.local.demo import demo_main
+    from serverless_retry_tools.local.demo import DemoOptions, demo_main
 
+    args.clock_scale = args.clock_scale or DemoOptions.clock_scale
     return demo_main(args)
 
 

@@ -19,6 +19,7 @@ when a dead-letter queue does; *unaccounted* when none of these; *conflict* when
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -38,6 +39,8 @@ __all__ = [
     "parse_exhausted",
     "parse_redrive_logs",
 ]
+
+_WHOLE_SECOND = 1  # tolerance: at() expressions and record timestamps are whole seconds
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,11 @@ class Delivery:
     expected: Expectation
     outcome: str
     attempts: int
-    delays: tuple[int, ...]
+    delays: tuple[int, ...]  # the backoff the redrive chose before each retry (logical s)
     error_type: str
     evidence: str
     problems: tuple[str, ...] = ()
+    waited: tuple[int, ...] = ()  # logical seconds from each attempt's end to the next one's end
 
     @property
     def as_expected(self) -> bool:
@@ -276,7 +280,24 @@ def account(
                 problems.append(f"expected error {expected.error_type}")
             if places and places[0].attempt and places[0].attempt != len(tries):
                 problems.append(f"the record says attempt {places[0].attempt}")
+            waited = tuple(round((b.logical_ms - a.logical_ms) / 1000) for a, b in itertools.pairwise(tries))
+            # A retry never comes before its backoff (1 s: at() and record timestamps are whole seconds).
+            early = [
+                n + 2 for n, (w, d) in enumerate(zip(waited, waits, strict=False)) if w < d - _WHOLE_SECOND
+            ]
+            if early:
+                problems.append(f"attempt {early[0]} came before its backoff")
             deliveries.append(
-                Delivery(message, expected, outcome, len(tries), waits, error_type, evidence, tuple(problems))
+                Delivery(
+                    message,
+                    expected,
+                    outcome,
+                    len(tries),
+                    waits,
+                    error_type,
+                    evidence,
+                    tuple(problems),
+                    waited,
+                )
             )
     return SelfHealingAccounting(deliveries, unknown)
