@@ -27,9 +27,10 @@ TWO = (Expectation("fn-two", "non-retryable", 1, "KeyError"),)
 
 
 def runs(function: str, message: str, *oks: bool) -> list[Invocation]:
+    """Attempts 61, 122, 243 logical seconds apart (after backoffs of 60, 120, 240)."""
+    at = [0, 61_000, 183_000, 426_000, 900_000]
     return [
-        Invocation(function, message, ok, "" if ok else "HTTPError: 503", n * 1000)
-        for n, ok in enumerate(oks)
+        Invocation(function, message, ok, "" if ok else "HTTPError: 503", at[n]) for n, ok in enumerate(oks)
     ]
 
 
@@ -55,6 +56,7 @@ def test_a_run_as_the_example_says_balances() -> None:
     assert by[("m1", "fn-one")].delays == (60, 120, 240)
     assert by[("m1", "fn-healthy")].delays == ()
     assert by[("m1", "fn-healthy")].evidence == "ok run"
+    assert by[("m1", "fn-one")].waited == (61, 122, 243)
     assert result.totals == {"exhausted": 1, "processed": 1, "non-retryable": 1}
 
 
