@@ -28,7 +28,7 @@ locals {
   }
 }
 
-resource "aws_sns_topic" "this" {
+resource "aws_sns_topic" "example" {
   for_each = local.topics
 
   name = "${var.name}-${each.key}"
@@ -84,7 +84,7 @@ resource "aws_iam_role_policy" "logs" {
   policy = data.aws_iam_policy_document.logs[each.key].json
 }
 
-resource "aws_lambda_function" "this" {
+resource "aws_lambda_function" "example" {
   for_each = local.functions
 
   function_name    = "${var.name}-${each.key}"
@@ -117,17 +117,17 @@ resource "aws_lambda_permission" "sns" {
 
   statement_id  = "sns-${each.value.topic}"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.this[each.key].function_name
+  function_name = aws_lambda_function.example[each.key].function_name
   principal     = "sns.amazonaws.com"
-  source_arn    = aws_sns_topic.this[each.value.topic].arn
+  source_arn    = aws_sns_topic.example[each.value.topic].arn
 }
 
-resource "aws_sns_topic_subscription" "this" {
+resource "aws_sns_topic_subscription" "example" {
   for_each = local.functions
 
-  topic_arn = aws_sns_topic.this[each.value.topic].arn
+  topic_arn = aws_sns_topic.example[each.value.topic].arn
   protocol  = "lambda"
-  endpoint  = aws_lambda_function.this[each.key].arn
+  endpoint  = aws_lambda_function.example[each.key].arn
 
   depends_on = [aws_lambda_permission.sns]
 }
@@ -140,9 +140,9 @@ module "heal" {
 
   sources = {
     charge = {
-      function_name      = aws_lambda_function.this["charge"].function_name
+      function_name      = aws_lambda_function.example["charge"].function_name
       function_role_name = aws_iam_role.function["charge"].name
-      topic_arn          = aws_sns_topic.this["orders"].arn
+      topic_arn          = aws_sns_topic.example["orders"].arn
       # The first attempt + 3 retries, 10 s, 20 s and 40 s apart; a 429/503 that names a Retry-After
       # waits as long as the server asks (capped at 5 minutes).
       retry_policy = {
@@ -152,9 +152,9 @@ module "heal" {
       }
     }
     invoice = {
-      function_name      = aws_lambda_function.this["invoice"].function_name
+      function_name      = aws_lambda_function.example["invoice"].function_name
       function_role_name = aws_iam_role.function["invoice"].name
-      topic_arn          = aws_sns_topic.this["invoices"].arn
+      topic_arn          = aws_sns_topic.example["invoices"].arn
     }
   }
 

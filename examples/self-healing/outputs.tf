@@ -1,31 +1,31 @@
 output "orders_topic_arn" {
   description = "Publish orders here: the charge (fails with HTTP 503) and the audit (never fails) functions are subscribed."
-  value       = aws_sns_topic.this["orders"].arn
+  value       = aws_sns_topic.example["orders"].arn
 }
 
 output "invoices_topic_arn" {
   description = "Publish invoices here: the invoice function (KeyError without customer_id) is subscribed."
-  value       = aws_sns_topic.this["invoices"].arn
+  value       = aws_sns_topic.example["invoices"].arn
 }
 
 output "charge_function_name" {
   description = "Function one: retried on HTTP 503, 3 retries with backoff."
-  value       = aws_lambda_function.this["charge"].function_name
+  value       = aws_lambda_function.example["charge"].function_name
 }
 
 output "invoice_function_name" {
   description = "Function two: KeyError, never retried."
-  value       = aws_lambda_function.this["invoice"].function_name
+  value       = aws_lambda_function.example["invoice"].function_name
 }
 
 output "audit_function_name" {
   description = "The second subscriber of the orders topic: never fails, sees each order once."
-  value       = aws_lambda_function.this["audit"].function_name
+  value       = aws_lambda_function.example["audit"].function_name
 }
 
 output "function_names" {
   description = "The example's three functions by role (charge, invoice, audit)."
-  value       = { for k, f in aws_lambda_function.this : k => f.function_name }
+  value       = { for k, f in aws_lambda_function.example : k => f.function_name }
 }
 
 output "failure_queue_url" {
