@@ -28,6 +28,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
     AsyncSettings,
@@ -164,7 +166,14 @@ class AsyncRunner:
             if queued["qualifier"] == "$LATEST"
             else f"{queued['function_arn']}:{queued['qualifier']}"
         )
-        config = self._rt.functions.describe(target)
+        try:
+            config = self._rt.functions.describe(target)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise  # left in the queue: it comes back after its visibility timeout
+            # Deleted since it was invoked: Lambda drops the event (nothing to run, no record).
+            self._rt.emit("async-dropped", function=target, request_id=queued["request_id"], why=str(exc))
+            return
         result = self._rt.functions.invoke(
             config.arn, json.loads(queued["payload"]), config=config, request_id=queued["request_id"]
         )
