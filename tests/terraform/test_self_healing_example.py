@@ -121,7 +121,9 @@ def test_every_function_and_its_role_is_wired(planned: dict[str, Run]) -> None:
     }
     handlers = {k: run.resources[f'aws_lambda_function.example["{k}"]']["handler"] for k in names}
     assert handlers == {k: f"self_healing_example.{k}.handler" for k in names}
-    subscriptions = {k: run.resources[f'aws_sns_topic_subscription.example["{k}"]']["protocol"] for k in names}
+    subscriptions = {
+        k: run.resources[f'aws_sns_topic_subscription.example["{k}"]']["protocol"] for k in names
+    }
     assert subscriptions == dict.fromkeys(names, "lambda")
     # The audit subscriber is no source: no failure destination, so nothing of it is ever redriven.
     configs = [
