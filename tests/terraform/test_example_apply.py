@@ -60,7 +60,9 @@ def test_function_and_mapping_are_wired(applied: Applied) -> None:
     assert RetryPolicy.from_json(env["SERVERLESS_RETRY_POLICY"]).max_attempts == 5
     assert env["SERVERLESS_RETRY_DLQ_ARN"] == out["dlq_arn"]  # standard source: its DLQ takes dead schedules
     assert env["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "345600"
-    assert int(env["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"]) >= int(env["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"])
+    assert int(env["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"]) >= int(
+        env["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"]
+    )
     mappings = applied.client("lambda").list_event_source_mappings(EventSourceArn=out["queue_arn"])
     (mapping,) = mappings["EventSourceMappings"]
     assert mapping["FunctionArn"] == config["FunctionArn"]
