@@ -49,7 +49,9 @@ class StackSpec:
 
 STACKS: tuple[StackSpec, ...] = (
     StackSpec("scheduled-retry", "scheduled_retry_stack", "examples/scheduled-retry/src/orders_example", {"function_timeout": 30}),
-    StackSpec("self-healing", "self_healing_stack", "examples/self-healing/src/self_healing_example"),
+    # x10: between two attempts the self-healing pipeline runs in real time (x the scale), and the
+    # failure queue's 180 s visibility must outlast a cold enrichment (18 real seconds at x10).
+    StackSpec("self-healing", "self_healing_stack", "examples/self-healing/src/self_healing_example", clock_scale=10.0),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 

@@ -18,13 +18,15 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
         "demo",
-        help="run the scheduled-retry example end to end on the local AWS emulator",
-        description="Apply examples/scheduled-retry to a local emulator, send a mixed workload, run the "
+        help="run an example (scheduled-retry, or self-healing) end to end on the local AWS emulator",
+        description="Apply examples/<example> to a local emulator, send a mixed workload, run the "
         "local runtime until every message is final, account for each one, destroy.",
     )
     demo.add_argument("--orders", type=int, default=100, help="number of orders to send (default 100)")
     demo.add_argument(
-        "--clock-scale", type=float, default=100.0, help="logical seconds per real second (default 100)"
+        "--clock-scale",
+        type=float,
+        help="logical seconds per real second (default 100 for scheduled-retry, 10 for self-healing)",
     )
     demo.add_argument(
         "--function-timeout",
@@ -41,6 +43,16 @@ def register(subparsers: Any) -> None:
     demo.add_argument("--repo", help="the serverless-retry checkout (default: found from this package)")
     demo.add_argument(
         "--skip-destroy", dest="keep", action="store_true", help="do not run terraform destroy at the end"
+    )
+    demo.add_argument(
+        "example",
+        nargs="?",
+        default="scheduled-retry",
+        choices=("scheduled-retry", "self-healing"),
+        help="which example to run (default scheduled-retry)",
+    )
+    demo.add_argument(
+        "--messages", type=int, default=5, help="self-healing: messages published to each topic (default 5)"
     )
     demo.set_defaults(func=_cmd_demo)
 
@@ -73,8 +85,23 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from serverless_retry_tools.local.demo import demo_main
+    if args.example == "self-healing":
+        from serverless_retry_tools.local.selfheal_demo import SelfHealingOptions, run_selfheal_demo
 
+        options = SelfHealingOptions(
+            per_topic=args.messages,
+            clock_scale=args.clock_scale or SelfHealingOptions.clock_scale,
+            deadline_seconds=args.deadline,
+            seed=args.seed,
+            work_dir=Path(args.work_dir) if args.work_dir else None,
+            destroy=not args.keep,
+        )
+        if args.repo:
+            options.repo = Path(args.repo)
+        return run_selfheal_demo(options, sys.stdout)
+    from serverless_retry_tools.local.demo import DemoOptions, demo_main
+
+    args.clock_scale = args.clock_scale or DemoOptions.clock_scale
     return demo_main(args)
 
 

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         names = []
     else:
         names = [n for n in args.patches.split(",") if n]
-    apply_patches(names, PatchContext(server_url=url))
+    apply_patches(names, PatchContext(server_url=url, clock=clock))
     applied = list(PATCHES) if names is None else names
     install_logical_sqs(clock)
 

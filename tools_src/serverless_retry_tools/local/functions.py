@@ -324,8 +324,16 @@ class FunctionPool:
                 worker.proc.wait(timeout=5)
 
     # -- invocation ---------------------------------------------------------------------------------
-    def invoke(self, function: str, event: Any, *, config: FunctionConfig | None = None) -> InvocationResult:
-        """Invoke synchronously (RequestResponse); one invocation at a time per function."""
+    def invoke(
+        self,
+        function: str,
+        event: Any,
+        *,
+        config: FunctionConfig | None = None,
+        request_id: str | None = None,
+    ) -> InvocationResult:
+        """Invoke synchronously (RequestResponse); one invocation at a time per function. An async
+        invocation passes its ``request_id`` (the same on each of Lambda's retries)."""
         if self._closed:
             raise RuntimeError("the function pool is closed")
         config = config or self.describe(function)
@@ -333,11 +341,11 @@ class FunctionPool:
             lock = self._locks.setdefault(config.arn, threading.Lock())
         with lock:
             worker = self._worker_for(config)
-            return self._invoke(worker, event)
+            return self._invoke(worker, event, request_id)
 
-    def _invoke(self, worker: _Worker, event: Any) -> InvocationResult:
+    def _invoke(self, worker: _Worker, event: Any, request_id: str | None = None) -> InvocationResult:
         config = worker.config
-        request_id = str(uuid.uuid4())
+        request_id = request_id or str(uuid.uuid4())
         started = time.monotonic()
         deadline_ms = int((time.time() + config.timeout) * 1000)
         sentinel = worker.sentinels[request_id] = threading.Event()

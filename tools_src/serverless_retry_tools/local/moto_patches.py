@@ -35,6 +35,7 @@ class PatchContext:
     """What a patch may need to know about the server it runs in."""
 
     server_url: str = "http://127.0.0.1"
+    clock: Any = None  # the emulator's LogicalClock (logical_time.py); None: real time
 
 
 @dataclass(frozen=True)
@@ -445,6 +446,17 @@ PATCHES: dict[str, Patch] = {
         *(Patch(name, corrects, install) for name, corrects, install in FIDELITY_PATCHES),
     )
 }
+
+
+# Self-healing's async invocation and EventBridge patches live in their own modules.
+def _register_more() -> None:
+    from serverless_retry_tools.local import async_patches, events_patches
+
+    for patch in (*async_patches.patches(), *events_patches.patches()):
+        PATCHES[patch.name] = patch
+
+
+_register_more()
 
 
 def apply_patches(names: list[str] | tuple[str, ...] | None, ctx: PatchContext) -> Undo:

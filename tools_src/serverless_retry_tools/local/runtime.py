@@ -17,12 +17,17 @@ warning) and concurrency above one invocation at a time per function.
 
 Schedules. Every group is listed; an ENABLED schedule with an ``at()`` expression fires once the
 logical time reaches it. Its Target.Input goes to Target.Arn: SQS SendMessage (with
-SqsParameters.MessageGroupId), SNS Publish, or a Lambda asynchronous invoke through the worker
-pool. The target's RoleArn is not assumed (the emulator checks no permissions). A failed delivery
+SqsParameters.MessageGroupId), SNS Publish, a Lambda asynchronous invoke (Invoke with
+InvocationType=Event, as the Scheduler's templated Lambda target does), or a universal target's API
+call (``aws-sdk:<service>:<action>``, :mod:`serverless_retry_tools.local.scheduler_targets`). The target's RoleArn is not assumed (the emulator checks no permissions). A failed delivery
 is retried per the target's RetryPolicy (MaximumRetryAttempts, MaximumEventAgeInSeconds) with
 exponential backoff, then sent to DeadLetterConfig.Arn with Scheduler's error attributes. When the
 delivery is settled the schedule is deleted if ActionAfterCompletion is DELETE, else never fired
 again.
+
+Asynchronous invocations (Invoke Event, SNS -> Lambda, rule -> Lambda, Scheduler -> Lambda, Lambda
+destinations) are queued by the emulator and run by :mod:`serverless_retry_tools.local.async_runner`
+with Lambda's async retries, event age and destinations.
 
 Logical time. The emulator owns one clock (:attr:`Emulator.clock
 <serverless_retry_tools.local.emulator.Emulator.clock>`, served at ``/_serverless_retry/clock``):
@@ -50,7 +55,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,14 +63,18 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from serverless_retry.clock import ScaledClock
 
+from serverless_retry_tools.local.async_runner import AsyncRunner
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
-from serverless_retry_tools.local.functions import FunctionPool, InvocationResult
+from serverless_retry_tools.local.functions import FunctionPool
+from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
 from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
 
@@ -77,11 +85,10 @@ _MAPPING_REFRESH_SECONDS = 0.5
 # How often (real seconds) the schedule list is read again; between reads the loop sleeps until the
 # next known schedule is due, so a known schedule fires within milliseconds of its at().
 _SCHEDULE_REFRESH_SECONDS = 0.2
-_LAMBDA_ASYNC_RETRIES = 2
 
 
-# Lambda's limit on an asynchronous (Event) invocation's payload.
-ASYNC_PAYLOAD_LIMIT = 1024 * 1024
+# Lambda's limit on an asynchronous (Event) invocation's payload (checked by the emulator's Invoke).
+ASYNC_PAYLOAD_LIMIT = MAX_ASYNC_PAYLOAD_BYTES
 
 
 class ServiceError(Exception):
@@ -158,13 +165,13 @@ class Runtime:
         )
         self._stop = threading.Event()
         self.pipes = PipeRunner(self, self._stop)
+        self.async_runner = AsyncRunner(self, self._stop)
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
         self._mappings: dict[str, dict[str, Any]] = {}
         self._mappings_lock = threading.Lock()
         self._queue_urls: dict[str, str] = {}
         self._schedules: dict[str, _Schedule] = {}
-        self._async = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lambda-async")
         self._started = False
         self.stats: dict[str, int] = {
             "batches": 0,
@@ -224,6 +231,7 @@ class Runtime:
             (self._mapping_loop, "mappings"),
             (self._schedule_loop, "schedules"),
             (self.pipes.loop, "pipes"),
+            (self.async_runner.loop, "lambda-async"),
         )
         for target, name in loops:
             thread = threading.Thread(target=target, name=f"runtime-{name}", daemon=True)
@@ -256,7 +264,7 @@ class Runtime:
         self._stop.set()
         for thread in [*self._threads, *self._pollers.values(), *self.pipes.threads.values()]:
             thread.join(timeout=15)
-        self._async.shutdown(wait=True, cancel_futures=True)
+        self.async_runner.close()
         self.functions.close()
         self.logs.stop()
 
@@ -505,6 +513,8 @@ class Runtime:
             self.client("sns").publish(TopicArn=arn, Message=payload)
         elif service == "lambda":
             self.invoke_async(arn, payload)
+        elif service == "scheduler":
+            call_universal_target(self.client, arn, target.get("Input"))
         else:
             raise NotImplementedError(f"schedule target service {service!r} is not emulated")
 
@@ -535,34 +545,12 @@ class Runtime:
 
     # -- asynchronous Lambda invocation --------------------------------------------------------------
     def invoke_async(self, function: str, payload: str) -> None:
-        """Queue an Event invocation (accepted at once, as Invoke returns 202); a function error is
-        retried twice, as Lambda does by default, then dropped with an error event. Refused, as
-        Lambda's Invoke refuses it, when the payload is over 1 MB or not JSON."""
-        size = len(payload.encode())
-        if size > ASYNC_PAYLOAD_LIMIT:
-            raise ServiceError(
-                "RequestEntityTooLargeException",
-                f"{size} byte payload is too large for the Event invocation type (limit {ASYNC_PAYLOAD_LIMIT} bytes)",
-            )
+        """Invoke(InvocationType=Event) on the emulator, as the Scheduler and Pipes do: the emulator
+        checks and queues it, :mod:`serverless_retry_tools.local.async_runner` runs it with Lambda's
+        async retries and destinations. Raises when Invoke refuses it (the caller's retries apply)."""
+        lam = self.client("lambda")
         try:
-            event = json.loads(payload)
-        except ValueError:
-            raise ServiceError(
-                "InvalidRequestContentException", "Could not parse request body into json"
-            ) from None
-        self._async.submit(self._run_async, function, event)
-
-    def _run_async(self, function: str, event: Any) -> None:
-        result: InvocationResult | None = None
-        for attempt in range(1 + _LAMBDA_ASYNC_RETRIES):
-            if self._stop.is_set():
-                return
-            result = self.functions.invoke(function, event)
-            self.count(async_invocations=1)
-            self.emit(
-                "async-invoke", function=function, attempt=attempt + 1, ok=result.ok, error=result.error_text
-            )
-            if result.ok:
-                return
-            self._stop.wait(self.clock.real_duration(60 * (attempt + 1)))
-        self.emit("error", where=f"async invoke of {function}", error=result.error_text if result else "")
+            lam.invoke(FunctionName=function, InvocationType="Event", Payload=payload.encode())
+        except ClientError as exc:  # Lambda's answer, e.g. RequestEntityTooLargeException
+            error = exc.response.get("Error", {})
+            raise ServiceError(str(error.get("Code")), str(error.get("Message"))) from exc
