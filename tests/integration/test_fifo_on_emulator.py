@@ -33,8 +33,9 @@ pytestmark = pytest.mark.integration
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 WAIT = 30  # the fixture's fixed backoff, logical seconds
 # A log line is stamped when the runtime reads it, a little after the function wrote it; at x100 a
-# few real milliseconds are a few logical tenths. Never early: the bounds below only allow lateness.
-STAMP_SLACK = 3.0
+# few real milliseconds are tenths of a logical second, more under load. The bounds below are lower
+# bounds (a retry never comes early), loosened by this much for the stamping.
+STAMP_SLACK = 10.0
 
 
 @dataclass(frozen=True)
