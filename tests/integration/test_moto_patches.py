@@ -536,6 +536,29 @@ def test_patched_dead_letter_carries_its_source_queue_arn(patched: Aws) -> None:
     }
 
 
+def test_a_fifo_dead_letter_takes_its_message_id_as_deduplication_id(patched: Aws) -> None:
+    """SQS: "When a message is moved from a FIFO queue to a FIFO DLQ, the original message's
+    deduplication ID will be replaced with the original message's ID"."""
+    sqs = patched.client("sqs")
+    fifo = {"FifoQueue": "true"}
+    dlq = sqs.create_queue(QueueName=patched.name("dlq") + ".fifo", Attributes=fifo)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})
+    src = sqs.create_queue(
+        QueueName=patched.name("src") + ".fifo", Attributes={**fifo, "RedrivePolicy": redrive}
+    )
+    sent = sqs.send_message(
+        QueueUrl=src["QueueUrl"], MessageBody="m", MessageGroupId="g", MessageDeduplicationId="d"
+    )
+    for _ in range(2):
+        sqs.receive_message(QueueUrl=src["QueueUrl"], VisibilityTimeout=0)
+    (moved,) = sqs.receive_message(QueueUrl=dlq, MessageSystemAttributeNames=["All"])["Messages"]
+    assert moved["MessageId"] == sent["MessageId"]
+    assert moved["Attributes"]["MessageDeduplicationId"] == sent["MessageId"]
+    assert moved["Attributes"]["MessageGroupId"] == "g"
+    assert moved["Attributes"]["DeadLetterQueueSourceArn"].endswith(".fifo")
+
+
 # --- lambda_list_event_source_mappings_by_name_misses_arns ------------------------------------------------
 
 
