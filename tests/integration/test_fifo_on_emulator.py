@@ -32,6 +32,7 @@ pytestmark = pytest.mark.integration
 
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 WAIT = 30  # the fixture's fixed backoff, logical seconds
+RETRY_AFTER = 300  # the unordered test's server hint, logical seconds
 # A log line is stamped when the runtime reads it, a little after the function wrote it; at x100 a
 # few real milliseconds are tenths of a logical second, more under load. The bounds below are lower
 # bounds (a retry never comes early), loosened by this much for the stamping.
@@ -211,7 +212,9 @@ def test_unordered_the_retry_leaves_its_group_through_a_schedule_and_comes_back(
 ) -> None:
     fifo = Fifo(fifo_retry_stack, "unordered", tmp_path)
     group = fifo.source["schedule_group_name"]
-    fifo.send("U", "u1", "timeout", fail_times=1)  # fails once, succeeds on attempt 2
+    # 429 with Retry-After 300 once, then success: the policy honours Retry-After for errors no rule
+    # names, so the retry waits 300 logical s (3 real s at x100), long enough to look at its schedule.
+    fifo.send("U", "u1", "throttle", fail_times=1, retry_after=RETRY_AFTER)
     fifo.send("U", "u2", "ok")
     fifo.send("U", "u3", "ok")
     seen: dict[str, Any] = {}
@@ -243,7 +246,7 @@ def test_unordered_the_retry_leaves_its_group_through_a_schedule_and_comes_back(
     assert failure.record["transport"] == "scheduler"
     assert fifo.position("u2") < fifo.position("u3") < fifo.position("u1", attempt=2)
     retried = fifo.lines[fifo.position("u1", attempt=2)]
-    assert retried.at - failure.at >= timedelta(seconds=WAIT - STAMP_SLACK)
+    assert retried.at - failure.at >= timedelta(seconds=RETRY_AFTER - STAMP_SLACK)
     assert sorted((o, a) for o, a, _ in fifo.accepted()) == [("u1", 2), ("u2", 1), ("u3", 1)]
     (fired,) = [e.detail for e in fifo.events if e.kind == "schedule-fired"]
     assert 0 <= fired["lateness_logical_s"] <= 60  # within the Scheduler's one-minute window
