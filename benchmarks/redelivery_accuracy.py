@@ -1,17 +1,27 @@
-"""How close to the scheduled time does an SQS-delay retry come back, on the local emulator?
+"""How late, in logical seconds, does a delayed retry or a schedule arrive on the local emulator, at
+clock scales x1, x30 and x100?
 
-At clock scale 1, N messages (default 60) go through the real consumer (the deployed
-dist/serverless-retry.zip plus a tiny processor) run by the local runtime. Each message fails its
-first attempt with ``RetryableError(retry_after=d)``, d from 1 to 8 s, so the consumer re-enqueues it
-with ``DelaySeconds = d``; the second attempt succeeds. The processor prints the wall time of each
-attempt; error = (start of attempt 2) - (end of attempt 1 + d). That includes the consumer sending
-the copy, moto holding it, the runtime's long poll and the invocation.
+For each scale an emulator is started with that clock (its SQS runs on it; the runtime and the
+functions share it), and three things are measured, all in logical seconds:
 
-Baseline, measured in the same run against the same emulator: a plain client sends each message
-with ``DelaySeconds = d`` and long-polls for it, error = (received) - (sent + d). The ratio of the
-medians shows what the consumer and the runtime add to moto's own delay precision.
+1. consumer + runtime: N messages go through the real consumer (the deployed
+   dist/serverless-retry.zip plus a tiny processor) run by the local runtime. Each fails its first
+   attempt with ``RetryableError(retry_after=d)``, so the consumer re-enqueues it with
+   ``DelaySeconds = d`` (d = 1..8 real seconds' worth: d x scale logical seconds, at most 900); the
+   second attempt succeeds. Lateness = when the runtime's poller received the retry copy
+   (ApproximateFirstReceiveTimestamp, on the emulator's clock) - (its SentTimestamp + d): what the
+   queue's delay and the poller's long poll add. Shown for information: the processor's start -
+   due, which adds the invocation; function execution is real time, so at x100 every real
+   millisecond of it is 0.1 logical second (the consumer's own send latency is left out too).
+2. baseline, same emulator: a plain client sends each message with ``DelaySeconds = d`` and long
+   polls; lateness = ApproximateFirstReceiveTimestamp - (SentTimestamp + d).
+3. schedules: N one-time schedules ``at(now + lead)`` with an SQS target, fired by the runtime;
+   lateness = SentTimestamp of the delivered message - the at() instant.
 
-    .venv/bin/python benchmarks/redelivery_accuracy.py [--messages 60]
+Bounds (issue 10): SQS delays within 2 logical seconds, schedules within the Scheduler's documented
+one-minute window. Timing figures are noisy on a shared machine.
+
+    .venv/bin/python benchmarks/redelivery_accuracy.py [--messages 40] [--scales 1,30,100]
 """
 
 from __future__ import annotations
@@ -26,27 +36,41 @@ import tempfile
 import threading
 import time
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
 from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime
+from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dist" / "serverless-retry.zip"
+SQS_BOUND = 2.0
+SCHEDULE_BOUND = 60.0
+MAX_SQS_DELAY = 900
 
 PROCESSOR = """
-import json, time
+import json, os, time
 from serverless_retry import RetryableError
 
+EPOCH = float(os.environ["SERVERLESS_RETRY_CLOCK_EPOCH"])
+SCALE = float(os.environ["SERVERLESS_RETRY_CLOCK_SCALE"])
+
+def logical_now():
+    return EPOCH + (time.time() - EPOCH) * SCALE
+
 def handle(message):
-    started = time.time()
+    started = logical_now()
     order = message.json()
     if message.retry.attempt == 1:
-        print(json.dumps({"bench": "fail", "id": message.retry.id, "t": time.time(), "delay": order["delay"]}), flush=True)
+        print(json.dumps({"bench": "fail", "id": message.retry.id}), flush=True)
         raise RetryableError("try later", retry_after=order["delay"])
-    print(json.dumps({"bench": "ok", "id": message.retry.id, "t": started, "attempt": message.retry.attempt}), flush=True)
+    attributes = message.record["attributes"]
+    sent = int(attributes["SentTimestamp"]) / 1000
+    received = int(attributes["ApproximateFirstReceiveTimestamp"]) / 1000
+    print(json.dumps({"bench": "ok", "id": message.retry.id, "t": started, "received": received,
+                      "due": sent + order["delay"]}), flush=True)
 """
 
 POLICY = {
@@ -56,7 +80,7 @@ POLICY = {
         {
             "errors": ["RetryableError"],
             "honor_retry_after": True,
-            "backoff": {"strategy": "fixed", "base_seconds": 1},
+            "backoff": {"strategy": "fixed", "base_seconds": 1, "max_seconds": MAX_SQS_DELAY},
         }
     ],
     "transport": "sqs-delay",
@@ -78,17 +102,22 @@ def _summary(errors: list[float]) -> tuple[float, float, float, float]:
     return statistics.median(ordered), p90, max(ordered), min(ordered)
 
 
-def measure_consumer(emulator: Emulator, delays: list[int], deadline: float) -> list[float]:
+def _queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return url, arn
+
+
+def measure_consumer(
+    emulator: Emulator, delays: list[int], deadline: float
+) -> tuple[list[float], list[float]]:
+    """(received by the runtime's poller - due, processor started - due), logical seconds."""
     kw = emulator.client_kwargs()
     sqs, lam, iam = (boto3.client(s, **kw) for s in ("sqs", "lambda", "iam"))  # type: ignore[call-overload]
-    urls = {
-        n: sqs.create_queue(QueueName=f"bench-{n}", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
-        for n in ("src", "exhausted", "dlq")
-    }
-    arns = {
-        n: sqs.get_queue_attributes(QueueUrl=u, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        for n, u in urls.items()
-    }
+    # 180 logical seconds: the module default (6 x a 30 s function timeout).
+    urls, arns = {}, {}
+    for n in ("src", "exhausted", "dlq"):
+        urls[n], arns[n] = _queue(sqs, f"bench-{n}", VisibilityTimeout="180")
     role = iam.create_role(RoleName="bench", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     lam.create_function(
         FunctionName="bench",
@@ -124,9 +153,7 @@ def measure_consumer(emulator: Emulator, delays: list[int], deadline: float) -> 
                 records.append(json.loads(line))
 
     with tempfile.TemporaryDirectory() as work:
-        runtime = Runtime(
-            emulator.url, region=emulator.region, work_dir=Path(work), clock_scale=1.0, log_tap=tap
-        )
+        runtime = Runtime(emulator.url, region=emulator.region, work_dir=Path(work), log_tap=tap)
         for start in range(0, len(delays), 10):
             sqs.send_message_batch(
                 QueueUrl=urls["src"],
@@ -144,28 +171,74 @@ def measure_consumer(emulator: Emulator, delays: list[int], deadline: float) -> 
             raise SystemExit(
                 f"not every message came back within {deadline:.0f} s; runtime errors: {runtime.errors}"
             )
-    fails = {r["id"]: r for r in records if r["bench"] == "fail"}
-    oks = {r["id"]: r for r in records if r["bench"] == "ok"}
-    return [oks[i]["t"] - (fails[i]["t"] + fails[i]["delay"]) for i in oks if i in fails]
+    oks = [r for r in records if r["bench"] == "ok"]
+    return [r["received"] - r["due"] for r in oks], [r["t"] - r["due"] for r in oks]
 
 
 def measure_baseline(emulator: Emulator, delays: list[int], deadline: float) -> list[float]:
     sqs = boto3.client("sqs", **emulator.client_kwargs())  # type: ignore[call-overload]
-    url = sqs.create_queue(QueueName="bench-baseline")["QueueUrl"]
-    sent: dict[str, float] = {}
+    url, _ = _queue(sqs, "bench-baseline")
     for n, d in enumerate(delays):
-        sent[str(n)] = time.time() + d
-        sqs.send_message(QueueUrl=url, MessageBody=str(n), DelaySeconds=d)
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": n, "delay": d}), DelaySeconds=d)
     errors: list[float] = []
     end = time.monotonic() + deadline
     while len(errors) < len(delays) and time.monotonic() < end:
-        for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-            "Messages", []
-        ):
-            errors.append(time.time() - sent[m["Body"]])
+        for m in sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=1,
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", []):
+            # When the queue handed it out (on the emulator's logical clock), as in the runtime's row.
+            received = int(m["Attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000
+            due = int(m["Attributes"]["SentTimestamp"]) / 1000 + json.loads(m["Body"])["delay"]
+            errors.append(received - due)
             sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     if len(errors) < len(delays):
         raise SystemExit("the baseline did not receive every message")
+    return errors
+
+
+def measure_schedules(emulator: Emulator, leads: list[float], deadline: float) -> list[float]:
+    kw = emulator.client_kwargs()
+    sqs, scheduler, iam = (boto3.client(s, **kw) for s in ("sqs", "scheduler", "iam"))  # type: ignore[call-overload]
+    url, arn = _queue(sqs, "bench-scheduled")
+    role = iam.create_role(RoleName="bench-scheduler", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    events: list[RuntimeEvent] = []
+    errors: list[float] = []
+    with tempfile.TemporaryDirectory() as work:
+        runtime = Runtime(emulator.url, region=emulator.region, work_dir=Path(work), on_event=events.append)
+        due_at: dict[str, float] = {}
+        for n, lead in enumerate(leads):
+            due = (runtime.clock.now() + timedelta(seconds=lead)).replace(microsecond=0) + timedelta(
+                seconds=1
+            )
+            due_at[str(n)] = due.timestamp()
+            scheduler.create_schedule(
+                Name=f"bench-{n}",
+                ScheduleExpression=f"at({due:%Y-%m-%dT%H:%M:%S})",
+                FlexibleTimeWindow={"Mode": "OFF"},
+                ActionAfterCompletion="DELETE",
+                Target={"Arn": arn, "RoleArn": role, "Input": str(n)},
+            )
+        runtime.start()
+        end = time.monotonic() + deadline
+        try:
+            while len(errors) < len(leads) and time.monotonic() < end:
+                for m in sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=1,
+                    MessageSystemAttributeNames=["SentTimestamp"],
+                ).get("Messages", []):
+                    errors.append(int(m["Attributes"]["SentTimestamp"]) / 1000 - due_at[m["Body"]])
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        finally:
+            runtime.stop()
+    if len(errors) < len(leads):
+        raise SystemExit(
+            f"only {len(errors)} of {len(leads)} schedules fired; runtime errors: {runtime.errors}"
+        )
     return errors
 
 
@@ -173,32 +246,55 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--messages", type=int, default=60, help="messages per side (>= 50 recommended)")
+    parser.add_argument(
+        "--messages", type=int, default=40, help="messages (and schedules) per side and scale"
+    )
+    parser.add_argument("--scales", default="1,30,100", help="comma-separated clock scales")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--deadline", type=float, default=90.0, help="real seconds allowed per side")
     args = parser.parse_args(argv)
     if not PACKAGE.is_file():
         print(f"{PACKAGE} is missing: run ./build.sh package", file=sys.stderr)
         return 2
+    scales = [float(s) for s in args.scales.split(",") if s]
     rand = random.Random(args.seed)
-    delays = [rand.randint(1, 8) for _ in range(args.messages)]
-    with Emulator() as emulator:
-        started = time.monotonic()
-        ours = measure_consumer(emulator, delays, args.deadline)
-        ours_seconds = time.monotonic() - started
-        base = measure_baseline(emulator, delays, args.deadline)
+    real_delays = [rand.randint(1, 8) for _ in range(args.messages)]
+    real_leads = [rand.uniform(1, 8) for _ in range(args.messages)]
+    rows: list[tuple[str, str, list[float], float]] = []
+    ratios: list[str] = []
+    for scale in scales:
+        delays = [min(MAX_SQS_DELAY, round(d * scale)) for d in real_delays]
+        with Emulator(clock_scale=scale) as emulator:
+            ours, started = measure_consumer(emulator, delays, args.deadline)
+            base = measure_baseline(emulator, delays, args.deadline)
+            sched = measure_schedules(emulator, [lead * scale for lead in real_leads], args.deadline)
+        label = f"x{scale:g}"
+        rows += [
+            (label, "SQS delay: received by the runtime", ours, SQS_BOUND),
+            (label, "SQS delay: baseline client long poll", base, SQS_BOUND),
+            (label, "SQS delay: processor started (info)", started, float("inf")),
+            (label, "schedule at(): delivered by runtime", sched, SCHEDULE_BOUND),
+        ]
+        base_median = statistics.median(base)
+        ratio = statistics.median(ours) / base_median if base_median > 0 else float("inf")
+        ratios.append(f"{label} {ratio:.2f}x")
+        sys.stdout.flush()
     print(
-        f"redelivery accuracy at clock scale 1: {args.messages} SQS-delay retries, delays 1-8 s (seed {args.seed})"
+        f"redelivery lateness in logical seconds (negative = early); {args.messages} per row, "
+        f"delays/leads 1-8 real seconds' worth, seed {args.seed}"
     )
-    print(f"{'':34} {'median':>8} {'p90':>8} {'max':>8} {'min':>8}   (seconds late; negative = early)")
-    for label, errors in (("consumer + local runtime", ours), ("baseline: SendMessage + long poll", base)):
-        median, p90, worst, best = _summary(errors)
-        print(f"{label:34} {median:8.3f} {p90:8.3f} {worst:8.3f} {best:8.3f}   n={len(errors)}")
-    ratio = statistics.median(ours) / statistics.median(base) if statistics.median(base) > 0 else float("inf")
-    print(f"median error ratio (ours / baseline): {ratio:.2f}x; consumer side took {ours_seconds:.0f} s")
-    early = [e for e in ours if e < -0.05]
-    if early:
-        print(f"WARNING: {len(early)} retries came back early (by up to {-min(early):.3f} s)")
+    print(f"{'scale':>6}  {'what':<40} {'median':>8} {'p90':>8} {'max':>8} {'min':>8} {'bound':>6}  ok")
+    ok = True
+    for label, what, values, bound in rows:
+        median, p90, worst, best = _summary(values)
+        within = worst <= bound and best >= -0.05
+        ok = ok and (within or bound == float("inf"))
+        print(
+            f"{label:>6}  {what:<40} {median:8.3f} {p90:8.3f} {worst:8.3f} {best:8.3f} {bound:6.0f}  "
+            + ("-" if bound == float("inf") else "yes" if within else "NO")
+        )
+    print("median lateness ratio, runtime / baseline: " + ", ".join(ratios))
+    print("every row within its bound (max <= bound, never early)" if ok else "SOME ROWS MISS THEIR BOUND")
     return 0
 
 

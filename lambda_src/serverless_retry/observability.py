@@ -8,6 +8,8 @@ Powertools' EMF provider validates and serializes the whole metric set on every 
 more than Powertools' own BatchProcessor spends on a 10-record batch. So Powertools serializes each
 *shape* of line (which metrics, which dimensions) once, with marker values, and later invocations
 only put the timestamp and counts into that text: the same EMF document, a few hundred ns per line.
+tests/unit/test_observability_emf_pin.py pins the coupling: the lines must equal, timestamps aside,
+what documented Powertools ``Metrics`` / ``single_metric`` print for the same counts.
 """
 
 from __future__ import annotations

@@ -59,32 +59,48 @@ def sqs_record(
     receive_count: int = 1,
     message_group_id: str | None = None,
     sent_at: float | None = None,
+    receipt_handle: str | None = None,
+    system_attributes: Mapping[str, str] | None = None,
+    region: str | None = None,
+    md5_of_body: str | None = None,
+    md5_of_message_attributes: str | None = None,
 ) -> dict[str, Any]:
-    """One SQS record as Lambda delivers it. A dict/list body is JSON-encoded for you."""
+    """One SQS record as Lambda delivers it. A dict/list body is JSON-encoded for you.
+
+    Made-up values fill what is not given; ``system_attributes`` (the record's ``attributes``),
+    ``receipt_handle`` and the checksums replace them with real ones: the local runtime builds the
+    events it delivers from ReceiveMessage results with this same function."""
     text = body if isinstance(body, str) else json.dumps(body)
-    sent_ms = str(int((sent_at if sent_at is not None else time.time()) * 1000))
-    record_attributes: dict[str, str] = {
-        "ApproximateReceiveCount": str(receive_count),
-        "SentTimestamp": sent_ms,
-        "SenderId": "AIDAEXAMPLE",
-        "ApproximateFirstReceiveTimestamp": sent_ms,
-    }
-    if message_group_id is not None:
-        record_attributes["MessageGroupId"] = message_group_id
-        record_attributes["SequenceNumber"] = str(next(_counter)).zfill(20)
-        record_attributes["MessageDeduplicationId"] = hashlib.sha256(text.encode()).hexdigest()
-    region = queue_arn.split(":")[3] if queue_arn.count(":") >= 5 else "us-east-1"
-    return {
+    if system_attributes is not None:
+        record_attributes = {k: str(v) for k, v in system_attributes.items()}
+    else:
+        sent_ms = str(int((sent_at if sent_at is not None else time.time()) * 1000))
+        record_attributes = {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": sent_ms,
+            "SenderId": "AIDAEXAMPLE",
+            "ApproximateFirstReceiveTimestamp": sent_ms,
+        }
+        if message_group_id is not None:
+            record_attributes["MessageGroupId"] = message_group_id
+            record_attributes["SequenceNumber"] = str(next(_counter)).zfill(20)
+            record_attributes["MessageDeduplicationId"] = hashlib.sha256(text.encode()).hexdigest()
+    if region is None:
+        region = queue_arn.split(":")[3] if queue_arn.count(":") >= 5 else "us-east-1"
+    record: dict[str, Any] = {
         "messageId": message_id or str(uuid.uuid4()),
-        "receiptHandle": f"rh-{uuid.uuid4()}",
+        "receiptHandle": receipt_handle or f"rh-{uuid.uuid4()}",
         "body": text,
         "attributes": record_attributes,
         "messageAttributes": {k: _event_attribute(v) for k, v in (attributes or {}).items()},
-        "md5OfBody": hashlib.md5(text.encode()).hexdigest(),  # SQS's own body checksum
+        "md5OfBody": md5_of_body or hashlib.md5(text.encode()).hexdigest(),  # SQS's own body checksum
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
         "awsRegion": region,
     }
+    if md5_of_message_attributes:
+        record["md5OfMessageAttributes"] = md5_of_message_attributes
+    return record
 
 
 def sqs_event(

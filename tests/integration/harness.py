@@ -26,7 +26,7 @@ CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
 class Harness:
-    def __init__(self, stack: Stack, work_dir: Path, *, clock_scale: float = 300.0) -> None:
+    def __init__(self, stack: Stack, work_dir: Path) -> None:
         self.stack = stack
         kwargs = stack.emulator.client_kwargs()
         self.sqs = boto3.client("sqs", config=CONFIG, **kwargs)
@@ -42,7 +42,6 @@ class Harness:
             stack.emulator.url,
             region=stack.emulator.region,
             work_dir=work_dir,
-            clock_scale=clock_scale,
             on_event=self.events.append,
         )
         self._quiet = 0
@@ -104,7 +103,7 @@ class Harness:
                 messages = self.sqs.receive_message(
                     QueueUrl=url,
                     MaxNumberOfMessages=10,
-                    VisibilityTimeout=300,
+                    VisibilityTimeout=43_200,  # logical: the 12-hour maximum stays long at any scale
                     MessageAttributeNames=["All"],
                     MessageSystemAttributeNames=["All"],
                 ).get("Messages", [])

@@ -327,10 +327,238 @@ def test_patched_put_events_publishes_to_the_sns_target(patched: Aws) -> None:
     assert event["detail"] == {"order": 7}
 
 
+# --- sqs_message_limits_unchecked -------------------------------------------------------------------
+
+
+def _oversized_sends(aws: Aws) -> dict[str, Exception | None]:
+    """Each send SQS refuses, with the error it got (None: accepted)."""
+    sqs = aws.client("sqs")
+    small, _ = aws.queue("small", MaximumMessageSize="1024")
+    big, _ = aws.queue("big")
+    attempts: dict[str, Any] = {
+        # 600 characters, 1200 UTF-8 bytes
+        "multibyte body": lambda: sqs.send_message(QueueUrl=small, MessageBody="é" * 600),
+        # 1000 bytes of body + 9 + 6 + 100 bytes of attribute
+        "attributes count": lambda: sqs.send_message(
+            QueueUrl=small,
+            MessageBody="x" * 1000,
+            MessageAttributes={"attribute": {"DataType": "String", "StringValue": "v" * 100}},
+        ),
+        "11 attributes": lambda: sqs.send_message(
+            QueueUrl=big,
+            MessageBody="x",
+            MessageAttributes={f"a{n}": {"DataType": "String", "StringValue": "v"} for n in range(11)},
+        ),
+        # two 600 KB (300k-character) messages: 1.2 MB in one batch
+        "batch total": lambda: sqs.send_message_batch(
+            QueueUrl=big, Entries=[{"Id": str(n), "MessageBody": "é" * 300_000} for n in range(2)]
+        ),
+    }
+    outcome: dict[str, Exception | None] = {}
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+            outcome[name] = None
+        except ClientError as exc:
+            outcome[name] = exc
+    return outcome
+
+
+def test_raw_moto_counts_characters_and_ignores_attributes(raw: Aws) -> None:
+    assert _oversized_sends(raw) == dict.fromkeys(
+        ("multibyte body", "attributes count", "11 attributes", "batch total")
+    )
+
+
+def test_patched_sqs_counts_utf8_bytes_and_attributes(patched: Aws) -> None:
+    outcome = _oversized_sends(patched)
+    codes = {k: v.response["Error"]["Code"].rsplit(".", 1)[-1] if v else None for k, v in outcome.items()}
+    assert codes == {
+        "multibyte body": "InvalidParameterValue",
+        "attributes count": "InvalidParameterValue",
+        "11 attributes": "InvalidParameterValue",
+        "batch total": "BatchRequestTooLong",
+    }
+    assert "Message must be shorter than 1024 bytes" in str(outcome["multibyte body"])
+    assert "exceeds the allowed maximum [10]" in str(outcome["11 attributes"])
+
+
+# --- sqs_fifo_redelivers_group_last_first ------------------------------------------------------------
+
+
+def _fifo_order_after_visibility_timeout(aws: Aws) -> list[str]:
+    sqs = aws.client("sqs")
+    name = aws.name("group") + ".fifo"
+    url = sqs.create_queue(
+        QueueName=name, Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageGroupId="g")
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1)["Messages"]
+    assert [m["Body"] for m in first] == ["m0", "m1", "m2"]
+    time.sleep(1.5)  # the batch is handed back (not deleted): its visibility timeout runs out
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    return [m["Body"] for m in again]
+
+
+def test_raw_moto_redelivers_a_fifo_group_last_first(raw: Aws) -> None:
+    assert _fifo_order_after_visibility_timeout(raw)[0] == "m2"
+
+
+def test_patched_fifo_group_comes_back_in_order(patched: Aws) -> None:
+    assert _fifo_order_after_visibility_timeout(patched) == ["m0", "m1", "m2"]
+
+
+# --- lambda_list_event_source_mappings_by_name_misses_arns ------------------------------------------------
+
+
+def _listed_by_other_form(aws: Aws) -> tuple[int, int]:
+    lam = aws.client("lambda")
+    by_arn, by_name = aws.function(), aws.function()
+    arn = lam.get_function(FunctionName=by_arn)["Configuration"]["FunctionArn"]
+    name_arn = lam.get_function(FunctionName=by_name)["Configuration"]["FunctionArn"]
+    lam.create_event_source_mapping(EventSourceArn=aws.queue("esm-a")[1], FunctionName=arn)
+    lam.create_event_source_mapping(EventSourceArn=aws.queue("esm-n")[1], FunctionName=by_name)
+    found_by_name = lam.list_event_source_mappings(FunctionName=by_arn)["EventSourceMappings"]
+    found_by_arn = lam.list_event_source_mappings(FunctionName=name_arn)["EventSourceMappings"]
+    return len(found_by_name), len(found_by_arn)
+
+
+def test_raw_moto_lists_mappings_only_by_the_form_they_were_created_with(raw: Aws) -> None:
+    assert _listed_by_other_form(raw) == (0, 0)
+
+
+def test_patched_list_event_source_mappings_takes_a_name_or_an_arn(patched: Aws) -> None:
+    assert _listed_by_other_form(patched) == (1, 1)
+
+
+# --- lambda_event_source_mapping_skips_sqs_rules ----------------------------------------------------------
+
+
+def _mapping_refusals(aws: Aws) -> dict[str, str | None]:
+    lam = aws.client("lambda")
+    slow = aws.function(Timeout=30)
+    fast = aws.function(Timeout=3)
+    fifo = aws.client("sqs").create_queue(
+        QueueName=aws.name("esm") + ".fifo", Attributes={"FifoQueue": "true"}
+    )["QueueUrl"]
+    fifo_arn = aws.client("sqs").get_queue_attributes(QueueUrl=fifo, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    attempts: dict[str, dict[str, Any]] = {
+        "visibility below function timeout": {
+            "EventSourceArn": aws.queue("short", VisibilityTimeout="5")[1],
+            "FunctionName": slow,
+        },
+        "batch above 10 without a window": {
+            "EventSourceArn": aws.queue("wide")[1],
+            "FunctionName": fast,
+            "BatchSize": 20,
+        },
+        "window on a FIFO queue": {
+            "EventSourceArn": fifo_arn,
+            "FunctionName": fast,
+            "MaximumBatchingWindowInSeconds": 5,
+        },
+    }
+    out: dict[str, str | None] = {}
+    for name, params in attempts.items():
+        try:
+            lam.create_event_source_mapping(**params)
+            out[name] = None
+        except ClientError as exc:
+            out[name] = f"{exc.response['Error']['Code']}: {exc.response['Error']['Message']}"
+    return out
+
+
+def test_raw_moto_creates_mappings_lambda_refuses(raw: Aws) -> None:
+    assert set(_mapping_refusals(raw).values()) == {None}
+
+
+def test_patched_event_source_mappings_follow_lambdas_sqs_rules(patched: Aws) -> None:
+    refusals = _mapping_refusals(patched)
+    assert refusals == {
+        "visibility below function timeout": "InvalidParameterValueException: Queue visibility timeout: "
+        "5 seconds is less than Function timeout: 30 seconds",
+        "batch above 10 without a window": "InvalidParameterValueException: Maximum batch window in "
+        "seconds must be greater than 0 if maximum batch size is greater than 10",
+        "window on a FIFO queue": "InvalidParameterValueException: Batching window is not supported "
+        "for FIFO queues.",
+    }
+
+
+# --- scheduler_skips_request_validation -------------------------------------------------------------------
+
+
+def _schedule_with_fifo_dlq(aws: Aws) -> Exception | None:
+    _, target = aws.queue("sched-target")
+    sqs = aws.client("sqs")
+    dlq = sqs.create_queue(QueueName=aws.name("sched-dlq") + ".fifo", Attributes={"FifoQueue": "true"})
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    try:
+        aws.client("scheduler").create_schedule(
+            Name=aws.name("fifo-dlq"),
+            ScheduleExpression="at(2030-01-01T00:00:00)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={
+                "Arn": target,
+                "RoleArn": "arn:aws:iam::123456789012:role/scheduler",
+                "Input": "{}",
+                "DeadLetterConfig": {"Arn": dlq_arn},
+                "RetryPolicy": {"MaximumRetryAttempts": 186},
+            },
+        )
+    except ClientError as exc:
+        return exc
+    return None
+
+
+def test_raw_moto_accepts_a_fifo_dead_letter_queue_for_a_schedule(raw: Aws) -> None:
+    assert _schedule_with_fifo_dlq(raw) is None
+
+
+def test_patched_create_schedule_refuses_a_fifo_dead_letter_queue(patched: Aws) -> None:
+    error = _schedule_with_fifo_dlq(patched)
+    assert isinstance(error, ClientError)
+    assert error.response["Error"]["Code"] == "ValidationException"
+    message = error.response["Error"]["Message"]
+    assert message.startswith("2 validation errors detected: Value 'arn:aws:sqs:us-east-1:123456789012:")
+    assert (
+        ".fifo' at 'target.deadLetterConfig.arn' failed to satisfy constraint: Member must satisfy "
+        in message
+    )
+    assert (
+        "at 'target.retryPolicy.maximumRetryAttempts' failed to satisfy constraint: Member must have "
+        in message
+    )
+
+
+# --- events_put_events_size_unchecked -----------------------------------------------------------------------
+
+
+def _put_events_of(aws: Aws, detail_bytes: int) -> Any:
+    detail = json.dumps({"pad": "x" * (detail_bytes - 11)})
+    return aws.client("events").put_events(
+        Entries=[{"Source": "size.test", "DetailType": "t", "Detail": detail}]
+    )
+
+
+def test_raw_moto_puts_events_of_any_size(raw: Aws) -> None:
+    assert _put_events_of(raw, 300_000)["FailedEntryCount"] == 0
+
+
+def test_patched_put_events_refuses_256_kb_or_more(patched: Aws) -> None:
+    assert _put_events_of(patched, 200_000)["FailedEntryCount"] == 0
+    with pytest.raises(ClientError, match="ValidationException"):
+        _put_events_of(patched, 262_144)
+
+
 def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     names = set(globals())
     for patch in PATCHES:
-        assert patch.startswith(("sqs_", "lambda_", "events_")), patch
+        assert patch.startswith(("sqs_", "lambda_", "events_", "scheduler_")), patch
     # One pair per patch, by count: a new patch without tests fails here.
     raw_tests = [n for n in names if n.startswith("test_raw_moto_")]
     patched_tests = [n for n in names if n.startswith("test_patched_")]

@@ -137,12 +137,18 @@ def aws() -> Iterator[Aws]:
         yield Aws(emulator)
 
 
+@pytest.fixture(scope="module")
+def fast() -> Iterator[Aws]:
+    """An emulator whose clock runs 60 times faster: one logical minute per real second."""
+    with Emulator(clock_scale=60) as emulator:
+        yield Aws(emulator)
+
+
 class Run:
-    def __init__(self, aws: Aws, work_dir: Path, scale: float = 1.0) -> None:
+    def __init__(self, aws: Aws, work_dir: Path) -> None:
         self.events: list[RuntimeEvent] = []
-        self.runtime = Runtime(
-            aws.emulator.url, work_dir=work_dir, clock_scale=scale, on_event=self.events.append
-        )
+        self.runtime = Runtime(aws.emulator.url, work_dir=work_dir, on_event=self.events.append)
+        assert self.runtime.clock == aws.emulator.clock  # read from the emulator itself
 
     def until(self, predicate: Callable[[], bool], deadline: float = 30.0) -> bool:
         return self.runtime.run(until=predicate, deadline_seconds=deadline, check_every=0.2)
@@ -255,17 +261,18 @@ def _at(runtime: Runtime, seconds: float) -> str:
     return f"at({due:%Y-%m-%dT%H:%M:%S})"
 
 
-def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(aws: Aws, tmp_path: Path) -> None:
+def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(fast: Aws, tmp_path: Path) -> None:
+    aws = fast
     scheduler, sns = aws.client("scheduler"), aws.client("sns")
     group = aws.name("group")
     scheduler.create_schedule_group(Name=group)
-    fifo_url, fifo_arn = aws.queue("fifo", FifoQueue="true", ContentBasedDeduplication="false")
+    fifo_url, fifo_arn = aws.queue("fifo", FifoQueue="true", ContentBasedDeduplication="true")
     sub_url, sub_arn = aws.queue("sub")
     topic = sns.create_topic(Name=aws.name("topic"))["TopicArn"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=sub_arn, Attributes={"RawMessageDelivery": "true"})
     target_fn = aws.function({"app.py": "def handler(e, c):\n    print('invoked with', e['n'])\n"})
     fn_arn = aws.client("lambda").get_function(FunctionName=target_fn)["Configuration"]["FunctionArn"]
-    run = Run(aws, tmp_path, scale=60)  # 60 logical seconds = 1 real second
+    run = Run(aws, tmp_path)
     common = {"FlexibleTimeWindow": {"Mode": "OFF"}, "GroupName": group}
     scheduler.create_schedule(
         Name="to-fifo",
@@ -315,11 +322,12 @@ def test_schedules_deliver_to_sqs_fifo_sns_and_lambda(aws: Aws, tmp_path: Path) 
     assert all(f["lateness_logical_s"] >= 0 for f in run.of("schedule-fired"))
 
 
-def test_a_failing_schedule_is_retried_then_dead_lettered(aws: Aws, tmp_path: Path) -> None:
+def test_a_failing_schedule_is_retried_then_dead_lettered(fast: Aws, tmp_path: Path) -> None:
+    aws = fast
     scheduler = aws.client("scheduler")
     dlq_url, dlq_arn = aws.queue("sched-dlq")
     missing = "arn:aws:sqs:us-east-1:123456789012:no-such-queue"
-    run = Run(aws, tmp_path, scale=60)
+    run = Run(aws, tmp_path)
     name = aws.name("doomed")
     scheduler.create_schedule(
         Name=name,
@@ -383,3 +391,28 @@ def test_a_pipe_enriches_and_puts_on_the_bus(aws: Aws, tmp_path: Path) -> None:
     assert details == [{"order": {"n": n}, "enriched": True} for n in range(3)]
     assert {json.loads(m["Body"])["detail-type"] for m in delivered} == {"order"}
     assert all(p["ok"] for p in run.of("pipe"))
+
+
+def test_a_function_runs_on_its_runtime_python_with_only_boto3_besides_its_zip(
+    aws: Aws, tmp_path: Path
+) -> None:
+    from serverless_retry_tools.local.lambda_python import find_python
+
+    if find_python("3.12") is None:
+        pytest.skip("no Python 3.12 on this machine: the worker falls back (with a warning)")
+    code = """
+    import importlib.util, sys
+    def handler(event, context):
+        found = [m for m in ("boto3", "botocore", "moto", "pytest", "serverless_retry_tools") if importlib.util.find_spec(m)]
+        print("python", "%d.%d" % sys.version_info[:2], ",".join(found))
+    """
+    url, arn = aws.queue("py")
+    function = aws.function({"app.py": code})  # Runtime python3.12
+    aws.mapping(function, arn)
+    aws.client("sqs").send_message(QueueUrl=url, MessageBody="{}")
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: aws.depth(url) == 0, deadline=120)  # the first run builds its boto3 once
+    assert [line for line in aws.logs(function) if line.startswith("python")] == [
+        "python 3.12 boto3,botocore"
+    ]
+    assert not [w for w in run.of("warning") if function in w["message"]]

@@ -15,16 +15,13 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import pytest
-
-if TYPE_CHECKING:
-    from tests.terraform.stack import ExampleStack
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -51,8 +48,8 @@ def _ours(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark this tier `terraform`, and run the example-apply tests last within it: their apply
-    starts in the background with the tier's first test (see example_stack)."""
+    """Mark this tier `terraform`, and run the example-apply tests last within it: their stack is
+    applied in the background from the start of the run (see tests/terraform/stack.py)."""
     ours = [i for i, item in enumerate(items) if _ours(item)]
     for i in ours:
         items[i].add_marker(pytest.mark.terraform)
@@ -209,21 +206,3 @@ class Runs(Generic[K, V]):
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-@pytest.fixture(scope="session")
-def example_stack(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleStack]:
-    from tests.terraform.stack import ExampleStack
-
-    stack = ExampleStack(terraform, tmp_path_factory.mktemp("example-apply"))
-    yield stack
-    stack.close()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _start_example_apply_early(request: pytest.FixtureRequest) -> None:
-    """When this process will run the apply tests, start the apply now so it overlaps the rest of the
-    tier. Under xdist another worker may get them, so each worker applies only on demand."""
-    wanted = any(Path(str(item.fspath)) == APPLY_TESTS for item in request.session.items)
-    if wanted and not os.environ.get("PYTEST_XDIST_WORKER") and shutil.which("terraform"):
-        request.getfixturevalue("example_stack").start()

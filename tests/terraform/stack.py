@@ -1,46 +1,79 @@
-"""The example applied to a fresh local emulator, in a background thread.
+"""Example stacks applied once per test run, shared by the terraform and integration tiers.
 
-Applying to moto takes ~90 s, nearly all of it the AWS provider's SQS attribute waiters sleeping, so
-the tier starts it first and runs its CPU-bound tests meanwhile; the apply tests wait for it last.
+Applying an example to the emulator takes ~90 s, nearly all of it the AWS provider's SQS attribute
+waiters sleeping. So each stack is applied once per pytest process, in a background thread started
+as soon as collection shows a test wants it (see ``tests/conftest.py``), while the CPU-bound tiers
+run; a test that needs the stack waits for it then. Both tiers get the same emulator and outputs:
+the terraform tier checks what was created, the integration tier drives it with the local runtime
+(and restores whatever it changes).
+
+Adding a stack is one line in ``STACKS``: its root, the fixture name tests ask for, its variables,
+and the clock scale its emulator runs on. The package is ``dist/examples/<name>.zip`` when
+``./build.sh package`` made it, else built here from the spec's ``source`` directory.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 from serverless_retry_tools.local.emulator import Emulator
 
-from tests.terraform.conftest import ROOT, Terraform, ignore_state
+from tests.terraform.conftest import ROOT, Terraform, ignore_state, terraform_env
 from tests.terraform.conftest import init as terraform_init
 
-EXAMPLE = "examples/scheduled-retry"
-FUNCTION_TIMEOUT = 5  # the visibility timeout becomes 30 s
+
+@dataclass(frozen=True)
+class StackSpec:
+    name: str  # examples/<name>, dist/examples/<name>.zip
+    fixture: str  # the session fixture tests request
+    source: str  # what scripts/build_package.py adds to the package (--extra)
+    variables: dict[str, Any] = field(default_factory=dict)
+    # Logical seconds per real second. Queue visibility timeouts are logical and function timeouts
+    # real, so a stack's visibility must hold at this scale (180 logical s = 1.8 real s at x100).
+    clock_scale: float = 100.0
+
+    @property
+    def root(self) -> str:
+        return f"examples/{self.name}"
+
+
+STACKS: tuple[StackSpec, ...] = (
+    StackSpec("scheduled-retry", "scheduled_retry_stack", "examples/scheduled-retry/src/orders_example", {"function_timeout": 30}),
+)  # fmt: skip
+BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 
 
 @dataclass(frozen=True)
 class Applied:
+    spec: StackSpec
     emulator: Emulator
     directory: Path
+    variables: dict[str, Any]
     outputs: dict[str, Any]
     second_plan: subprocess.CompletedProcess[str]
 
-    def client(self, service: str) -> Any:
-        return boto3.client(service, **self.emulator.client_kwargs())
+    def client(self, service: str, **kwargs: Any) -> Any:
+        return boto3.client(service, **self.emulator.client_kwargs(), **kwargs)  # type: ignore[call-overload]
 
 
-class ExampleStack:
-    def __init__(self, terraform: Terraform, tmp: Path) -> None:
+class SharedStack:
+    """One spec applied in a background thread to its own emulator; ``result()`` waits for it."""
+
+    def __init__(self, spec: StackSpec, terraform: Terraform, tmp: Path) -> None:
+        self.spec = spec
         self._terraform = terraform
         self._tmp = tmp
-        self._emulator = Emulator(log_path=tmp / "emulator.log")
+        self._emulator = Emulator(log_path=tmp / "emulator.log", clock_scale=spec.clock_scale)
         self._thread: threading.Thread | None = None
         self._applied: Applied | None = None
         self._error: BaseException | None = None
@@ -49,7 +82,7 @@ class ExampleStack:
     def start(self) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="example-apply", daemon=True)
+                self._thread = threading.Thread(target=self._run, name=f"apply-{self.spec.name}", daemon=True)
                 self._thread.start()
 
     def result(self, timeout: float = 900) -> Applied:
@@ -57,9 +90,9 @@ class ExampleStack:
         assert self._thread is not None
         self._thread.join(timeout)
         if self._thread.is_alive():
-            raise AssertionError(f"applying {EXAMPLE} took longer than {timeout:.0f} s")
+            raise AssertionError(f"applying {self.spec.root} took longer than {timeout:.0f} s")
         if self._error is not None:
-            raise AssertionError(f"applying {EXAMPLE} failed: {self._error}") from self._error
+            raise AssertionError(f"applying {self.spec.root} failed: {self._error}") from self._error
         assert self._applied is not None
         return self._applied
 
@@ -69,13 +102,14 @@ class ExampleStack:
         self._emulator.stop()
 
     def _package(self) -> Path:
-        """The example's zip: the one ./build.sh package made, else a fresh build."""
-        built = ROOT / "dist" / "examples" / "scheduled-retry.zip"
+        built = ROOT / "dist" / "examples" / f"{self.spec.name}.zip"
+        out = self._tmp / f"{self.spec.name}.zip"
         if built.is_file():
-            return built
-        out = self._tmp / "scheduled-retry.zip"
+            # A private copy: a ./build.sh package elsewhere must not change the zip under an apply.
+            shutil.copyfile(built, out)
+            return out
         subprocess.run(
-            [sys.executable, "scripts/build_package.py", "--extra", f"{EXAMPLE}/src/orders_example", "--out", str(out)],
+            [sys.executable, "scripts/build_package.py", "--extra", self.spec.source, "--out", str(out)],
             cwd=ROOT, check=True, timeout=600, capture_output=True,
         )  # fmt: skip
         return out
@@ -89,15 +123,12 @@ class ExampleStack:
     def _apply(self) -> Applied:
         for relative in ("modules", "examples"):
             shutil.copytree(ROOT / relative, self._tmp / relative, ignore=ignore_state)
-        directory = self._tmp / EXAMPLE
+        directory = self._tmp / self.spec.root
         package = self._package()
         self._emulator.start()
         env = self._emulator.env()
-        tf_vars = [
-            f"-var=aws_endpoint_url={self._emulator.url}",
-            f"-var=function_timeout={FUNCTION_TIMEOUT}",
-            f"-var=package={package}",
-        ]
+        variables = {"aws_endpoint_url": self._emulator.url, "package": str(package), **self.spec.variables}
+        tf_vars = [f"-var={k}={v}" for k, v in variables.items()]
         run = self._terraform.run
         init = terraform_init(self._terraform, directory)
         if init.returncode != 0:
@@ -107,9 +138,56 @@ class ExampleStack:
             raise RuntimeError(
                 f"terraform apply:\n{apply.stdout}\n{apply.stderr}\n(log: {self._tmp / 'emulator.log'})"
             )
+        # The second plan right after the apply, before any test changes the stack.
         second_plan = run(
             ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
         )
         output = run(["output", "-json"], directory, extra_env=env)
         outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
-        return Applied(self._emulator, directory, outputs, second_plan)
+        return Applied(self.spec, self._emulator, directory, variables, outputs, second_plan)
+
+
+class Registry:
+    """The stacks of one pytest process, each started at most once."""
+
+    def __init__(self) -> None:
+        self._stacks: dict[str, SharedStack] = {}
+        self._lock = threading.Lock()
+        self._tmp: Path | None = None
+        self._terraform: Terraform | None = None
+
+    def get(self, spec: StackSpec) -> SharedStack:
+        with self._lock:
+            if spec.name not in self._stacks:
+                if self._tmp is None:
+                    self._tmp = Path(tempfile.mkdtemp(prefix="serverless-retry-stacks-"))
+                    self._terraform = Terraform(terraform_env())
+                assert self._terraform is not None
+                tmp = self._tmp / spec.name
+                tmp.mkdir()
+                self._stacks[spec.name] = SharedStack(spec, self._terraform, tmp)
+            return self._stacks[spec.name]
+
+    def start_wanted(self, fixturenames: set[str]) -> list[str]:
+        """Start the applies the collected tests will need; a no-op under pytest-xdist, where each
+        worker applies only what its own tests ask for, when they ask."""
+        if os.environ.get("PYTEST_XDIST_WORKER") or shutil.which("terraform") is None:
+            return []
+        started = []
+        for spec in STACKS:
+            if spec.fixture in fixturenames:
+                self.get(spec).start()
+                started.append(spec.name)
+        return started
+
+    def close(self) -> None:
+        with self._lock:
+            stacks, self._stacks = list(self._stacks.values()), {}
+            tmp, self._tmp = self._tmp, None
+        for stack in stacks:
+            stack.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+REGISTRY = Registry()

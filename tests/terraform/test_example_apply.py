@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from serverless_retry.policy import RetryPolicy
 
-from tests.terraform.stack import FUNCTION_TIMEOUT, Applied, ExampleStack
+from tests.terraform.stack import Applied
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def applied(example_stack: ExampleStack) -> Applied:
-    return example_stack.result()
+def applied(scheduled_retry_stack: Applied) -> Applied:
+    return scheduled_retry_stack
 
 
 def test_second_plan_is_empty(applied: Applied) -> None:
@@ -28,7 +28,7 @@ def test_queues_are_encrypted_tls_only_and_redrive_to_their_dlq(applied: Applied
     sqs = applied.client("sqs")
     out = applied.outputs
     source = sqs.get_queue_attributes(QueueUrl=out["queue_url"], AttributeNames=["All"])["Attributes"]
-    assert source["VisibilityTimeout"] == str(6 * FUNCTION_TIMEOUT)
+    assert source["VisibilityTimeout"] == str(6 * applied.variables["function_timeout"])
     assert json.loads(source["RedrivePolicy"]) == {
         "deadLetterTargetArn": out["dlq_arn"],
         "maxReceiveCount": 5,

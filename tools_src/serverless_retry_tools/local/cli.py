@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -25,7 +27,11 @@ def register(subparsers: Any) -> None:
         "--clock-scale", type=float, default=100.0, help="logical seconds per real second (default 100)"
     )
     demo.add_argument(
-        "--function-timeout", type=int, default=3, help="the consumer's timeout in seconds (default 3)"
+        "--function-timeout",
+        type=int,
+        default=30,
+        help="the consumer's timeout in real seconds (default 30, the module's; the queue's visibility "
+        "timeout is 6 x this in logical seconds)",
     )
     demo.add_argument(
         "--deadline", type=float, default=150.0, help="real seconds to wait for every message (default 150)"
@@ -43,7 +49,8 @@ def register(subparsers: Any) -> None:
         help="apply a Terraform root to the local AWS emulator and run it",
         description="Start the emulator, apply --root to it (terraform gets AWS_ENDPOINT_URL and test "
         "credentials, and -var aws_endpoint_url=... when the root declares that variable), then run its "
-        "event source mappings, schedules and pipes until --duration passes or Ctrl-C, and destroy.",
+        "event source mappings, schedules and pipes until --duration passes, Ctrl-C or SIGTERM (both "
+        "let running invocations finish, then destroy unless --no-destroy).",
     )
     local.add_argument("--root", required=True, help="the Terraform root directory to apply")
     local.add_argument(
@@ -56,6 +63,12 @@ def register(subparsers: Any) -> None:
     local.add_argument("--work-dir", help="where logs and state go (default: a temp dir)")
     local.add_argument("--no-destroy", action="store_true", help="skip terraform destroy at the end")
     local.add_argument("--quiet", action="store_true", help="do not echo the functions' log lines")
+    local.add_argument(
+        "--ready-file",
+        metavar="PATH",
+        help="once the apply is done and the pollers run, write JSON here: endpoint, region, the root's "
+        "outputs, the clock (epoch, scale), the work dir and this process's pid; removed at exit",
+    )
     local.set_defaults(func=_cmd_local)
 
 
@@ -75,7 +88,34 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM, handled exactly like Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Stopped()
+
+
+def _write_ready_file(path: Path, ready: dict[str, Any]) -> None:
+    # Written whole then renamed: a script polling for the file never reads half of it.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(ready, indent=1, default=str))
+    partial.replace(path)
+
+
 def _cmd_local(args: argparse.Namespace) -> int:
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    ready_file = Path(args.ready_file).resolve() if args.ready_file else None
+    try:
+        return _run_local(args, ready_file)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
     from serverless_retry_tools.local.emulator import Emulator
     from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
     from serverless_retry_tools.local.terraform import (
@@ -94,7 +134,8 @@ def _cmd_local(args: argparse.Namespace) -> int:
     )
     variables: dict[str, Any] = _parse_vars(args.var)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    with Emulator(log_path=work_dir / "emulator.log") as emulator:
+    runtime: Runtime | None = None
+    with Emulator(log_path=work_dir / "emulator.log", clock_scale=args.clock_scale) as emulator:
         print(f"emulator at {emulator.url} (work dir {work_dir})", flush=True)
         if "aws_endpoint_url" in declared_variables(root):
             variables.setdefault("aws_endpoint_url", emulator.url)
@@ -105,41 +146,58 @@ def _cmd_local(args: argparse.Namespace) -> int:
             printer=lambda line: print(f"  {line}", flush=True),
         )
         try:
-            tf.init()
-            tf.apply(variables)
-            for name, value in tf.outputs().items():
+            try:
+                tf.init()
+                tf.apply(variables)
+                outputs = tf.outputs()
+            except TerraformError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            for name, value in outputs.items():
                 print(f"output {name} = {value}", flush=True)
-        except TerraformError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        print(
-            f"running event source mappings, schedules and pipes (clock x{args.clock_scale:g}); talk to it with "
-            f"AWS_ENDPOINT_URL={emulator.url} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing",
-            flush=True,
-        )
+            print(
+                f"running event source mappings, schedules and pipes (clock x{args.clock_scale:g}); talk to it "
+                f"with AWS_ENDPOINT_URL={emulator.url} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing",
+                flush=True,
+            )
 
-        def on_event(event: RuntimeEvent) -> None:
-            if event.kind != "async-invoke":
-                print(f"[{event.kind}] {event.detail}", flush=True)
+            def on_event(event: RuntimeEvent) -> None:
+                if event.kind != "async-invoke":
+                    print(f"[{event.kind}] {event.detail}", flush=True)
 
-        runtime = Runtime(
-            emulator.url,
-            region=emulator.region,
-            work_dir=work_dir / "runtime",
-            clock_scale=args.clock_scale,
-            on_event=on_event,
-            echo_logs=not args.quiet,
-        )
-        started = time.monotonic()
-        try:
+            runtime = Runtime(
+                emulator.url,
+                region=emulator.region,
+                work_dir=work_dir / "runtime",
+                on_event=on_event,
+                echo_logs=not args.quiet,
+            )
+            runtime.start()
+            if ready_file is not None:
+                _write_ready_file(
+                    ready_file,
+                    {
+                        "endpoint": emulator.url,
+                        "region": emulator.region,
+                        "outputs": outputs,
+                        "clock": {"epoch": emulator.clock.epoch, "scale": emulator.clock.scale},
+                        "work_dir": str(work_dir),
+                        "pid": os.getpid(),
+                    },
+                )
+            started = time.monotonic()
             runtime.run(deadline_seconds=args.duration if args.duration is not None else 10 * 365 * 86400.0)
-        except KeyboardInterrupt:
-            runtime.stop()
-            print("\ninterrupted", flush=True)
-        print(f"ran {time.monotonic() - started:.0f} s: {runtime.stats}", flush=True)
+            print(f"ran {time.monotonic() - started:.0f} s: {runtime.stats}", flush=True)
+        except KeyboardInterrupt as stop:
+            # Ctrl-C or SIGTERM: stop polling, let running invocations finish, then destroy.
+            print(f"\n{'SIGTERM' if isinstance(stop, _Stopped) else 'interrupted'}: draining", flush=True)
+            if runtime is not None:
+                runtime.stop()
+                print(f"stopped: {runtime.stats}", flush=True)
         if not args.no_destroy:
             try:
                 tf.destroy(variables)
+                print("destroyed", flush=True)
             except TerraformError as exc:
                 print(f"warning: {exc}", file=sys.stderr)
-    return 1 if runtime.errors else 0
+    return 1 if runtime is not None and runtime.errors else 0

@@ -57,7 +57,9 @@ def find_repo_root() -> Path:
 class DemoOptions:
     orders: int = 100
     clock_scale: float = 100.0
-    function_timeout: int = 3
+    # The module default: the queue's visibility timeout is 6 x this = 180 logical seconds, which
+    # holds at the demo's scale (1.8 real seconds at x100) while a function has 30 real seconds.
+    function_timeout: int = 30
     deadline_seconds: float = 150.0
     seed: int = 7
     repo: Path = field(default_factory=find_repo_root)
@@ -137,14 +139,15 @@ def _send(sqs: Any, url: str, items: list[WorkItem]) -> list[SentMessage]:
 
 
 def _drain(sqs: Any, url: str, place: str, limit: int) -> list[FinalRecord]:
-    """Read every message of a final queue (hidden for 5 minutes so none is read twice)."""
+    """Read every message of a final queue (hidden for the 12-hour maximum, which stays long at any
+    clock scale, so none is read twice)."""
     records: list[FinalRecord] = []
     empty_reads = 0
     for _ in range(limit // 10 + 20):  # bounded: at most `limit` messages plus some empty reads
         messages = sqs.receive_message(
             QueueUrl=url,
             MaxNumberOfMessages=10,
-            VisibilityTimeout=300,
+            VisibilityTimeout=43_200,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
@@ -258,7 +261,7 @@ def run_demo(options: DemoOptions, stream: TextIO = sys.stdout) -> int:
         f"serverless-retry demo: examples/scheduled-retry on a local AWS emulator; clock x{options.clock_scale:g} "
         f"(work dir {work_dir})"
     )
-    with Emulator(log_path=work_dir / "emulator.log") as emulator:
+    with Emulator(log_path=work_dir / "emulator.log", clock_scale=options.clock_scale) as emulator:
         out(
             f"emulator (moto in server mode) at {emulator.url}, {len(emulator.applied_patches)} compatibility patches"
         )
@@ -336,7 +339,6 @@ def _exercise(
         emulator.url,
         region=emulator.region,
         work_dir=work_dir / "runtime",
-        clock_scale=options.clock_scale,
         on_event=on_event,
         log_tap=live,
     )
@@ -346,6 +348,7 @@ def _exercise(
         + ", ".join(f"{label} {labels[label]}" for label in _LABEL_ORDER if labels[label])
     )
     sent = _send(sqs, queue_url, items)
+    started_logical = runtime.clock.now()
     runtime.start()
 
     state = {"quiet": 0, "last": 0.0}
@@ -356,7 +359,7 @@ def _exercise(
         now = time.monotonic()
         if now - state["last"] >= 3:
             state["last"] = now
-            logical = runtime.clock.now().timestamp() - runtime.clock.epoch
+            logical = (runtime.clock.now() - started_logical).total_seconds()
             out(
                 f"logical +{_logical(logical)} | queue: {counts['visible']} waiting, {counts['delayed']} delayed, "
                 f"{counts['in_flight']} in flight | schedules {schedules} | processed {live.processed()} | "

@@ -1,8 +1,13 @@
 """Start and stop the local AWS emulator (moto in server mode) on a free 127.0.0.1 port.
 
-    with Emulator() as emu:
+    with Emulator(clock_scale=100) as emu:
         boto3.client("sqs", **emu.client_kwargs()).list_queues()
         subprocess.run(["terraform", "apply", ...], env={**os.environ, **emu.env()})
+        Runtime(emu.url, ...)  # reads emu.clock from the emulator itself
+
+The emulator owns the logical clock (``clock_scale``, ``clock_epoch``): its SQS runs on it (see
+:mod:`serverless_retry_tools.local.logical_time`), and the runtime and every function it invokes use
+the same one, so the clock is chosen once, when the emulator starts.
 
 Why a child process rather than moto's ``ThreadedMotoServer`` in this process: moto keeps its state
 in module globals, so an in-process server would share it with every ``mock_aws`` test in the same
@@ -31,6 +36,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from serverless_retry.clock import ScaledClock
 
 __all__ = ["ACCOUNT_ID", "FAKE_CREDENTIALS", "Emulator", "EmulatorError"]
 
@@ -67,7 +74,11 @@ class Emulator:
         patches: tuple[str, ...] | None = None,
         log_path: Path | None = None,
         python: str = sys.executable,
+        clock_scale: float = 1.0,
+        clock_epoch: float | None = None,
     ) -> None:
+        if not clock_scale > 0:
+            raise ValueError(f"clock_scale must be > 0, got {clock_scale!r}")
         self.region = region
         self.account_id = ACCOUNT_ID
         self._patches = patches
@@ -77,12 +88,22 @@ class Emulator:
         self._log_file: Any = None
         self._url: str | None = None
         self.applied_patches: list[str] = []
+        self._clock_scale = float(clock_scale)
+        self._clock_epoch = clock_epoch
+        self._clock: ScaledClock | None = None
 
     @property
     def url(self) -> str:
         if self._url is None:
             raise EmulatorError("the emulator is not running: call start() first")
         return self._url
+
+    @property
+    def clock(self) -> ScaledClock:
+        """The logical clock the emulator's SQS runs on (fixed when it starts)."""
+        if self._clock is None:
+            raise EmulatorError("the emulator is not running: call start() first")
+        return self._clock
 
     @property
     def running(self) -> bool:
@@ -94,6 +115,8 @@ class Emulator:
         cmd = [self._python, "-m", "serverless_retry_tools.local.emulator_server", "--host", "127.0.0.1"]
         if self._patches is not None:
             cmd += ["--patches", ",".join(self._patches) or "none"]
+        epoch = time.time() if self._clock_epoch is None else self._clock_epoch
+        cmd += ["--clock-scale", repr(self._clock_scale), "--clock-epoch", repr(epoch)]
         if self._log_path is not None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = self._log_path.open("a+", encoding="utf-8")
@@ -120,6 +143,7 @@ class Emulator:
             raise
         self._url = str(ready["url"])
         self.applied_patches = [str(p) for p in ready.get("patches", [])]
+        self._clock = ScaledClock(epoch=float(ready["clock"]["epoch"]), scale=float(ready["clock"]["scale"]))
         return self._url
 
     def _read_ready_line(self) -> dict[str, Any]:
@@ -156,6 +180,7 @@ class Emulator:
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         self._url = None
+        self._clock = None
         if proc is not None:
             if proc.stdin is not None:
                 with contextlib.suppress(OSError):

@@ -2,8 +2,12 @@
 
 Started by :class:`serverless_retry_tools.local.emulator.Emulator`; not meant to be run by hand, though
 ``python -m serverless_retry_tools.local.emulator_server --port 5000`` works for debugging. It prints one
-JSON line (``{"url": ..., "patches": [...]}``) once it accepts connections, then serves until it
-reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
+JSON line (``{"url": ..., "patches": [...], "clock": {"epoch": ..., "scale": ...}}``) once it accepts
+connections, then serves until it reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
+
+``--clock-scale`` / ``--clock-epoch`` put moto's SQS on the logical clock
+(:mod:`serverless_retry_tools.local.logical_time`); ``GET /_serverless_retry/clock`` answers the same
+``{"epoch", "scale"}``, so a runtime given only the endpoint uses the emulator's own clock.
 """
 
 from __future__ import annotations
@@ -14,21 +18,26 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
+from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, LogicalClock, install_logical_sqs
 from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def _code_download(app: WsgiApp) -> WsgiApp:
-    """Serve deployed Lambda zips at the Code.Location the ``lambda_code_location_unreachable``
-    patch hands out; everything else goes to moto."""
+def _own_routes(app: WsgiApp, clock: LogicalClock) -> WsgiApp:
+    """Serve the clock at CLOCK_ROUTE and deployed Lambda zips at the Code.Location the
+    ``lambda_code_location_unreachable`` patch hands out; everything else goes to moto."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
+        if path == CLOCK_ROUTE:
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps({"epoch": clock.epoch, "scale": clock.scale}).encode()]
         if not path.startswith(CODE_ROUTE + "/"):
             return app(environ, start_response)
         from moto.awslambda.models import lambda_backends
@@ -60,7 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated patch names, 'all' or 'none'; known: {', '.join(PATCHES)}",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--clock-scale", type=float, default=1.0, help="logical seconds per real second")
+    parser.add_argument(
+        "--clock-epoch", type=float, help="Unix time where logical and real meet (default now)"
+    )
     args = parser.parse_args(argv)
+    clock = LogicalClock(
+        epoch=time.time() if args.clock_epoch is None else args.clock_epoch, scale=args.clock_scale
+    )
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -72,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
     app = DomainDispatcherApplication(create_backend_app)
     server = make_server(
-        args.host, args.port, _code_download(app), threaded=True, request_handler=MotoRequestHandler
+        args.host, args.port, _own_routes(app, clock), threaded=True, request_handler=MotoRequestHandler
     )
     url = f"http://{args.host}:{server.server_port}"
     names: list[str] | None
@@ -84,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [n for n in args.patches.split(",") if n]
     apply_patches(names, PatchContext(server_url=url))
     applied = list(PATCHES) if names is None else names
+    install_logical_sqs(clock)
 
     def shutdown(*_: Any) -> None:
         # shutdown() blocks until serve_forever returns, so never call it on the serving thread.
@@ -98,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         shutdown()
 
     threading.Thread(target=watch_parent, daemon=True).start()
-    print(json.dumps({"url": url, "patches": applied}), flush=True)
+    ready = {"url": url, "patches": applied, "clock": {"epoch": clock.epoch, "scale": clock.scale}}
+    print(json.dumps(ready), flush=True)
     server.serve_forever()
     server.server_close()
     return 0

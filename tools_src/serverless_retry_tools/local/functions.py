@@ -12,13 +12,15 @@ use and kept warm, as Lambda keeps a sandbox; a new configuration or new code ge
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
 import secrets
-import site
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -30,11 +32,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from serverless_retry_tools.local.lambda_python import resolve as resolve_python
+
 __all__ = ["FunctionConfig", "FunctionPool", "InvocationResult", "LogSink", "lambda_environment"]
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
+_COMPLETE = ".serverless-retry-complete"  # written last into a code directory
 
 LogSink = Callable[[str, str, str, str], None]  # (function name, log group, log stream, line)
 
@@ -156,21 +161,24 @@ class FunctionPool:
         region: str,
         extra_env: Mapping[str, str],
         log_sink: LogSink | None = None,
-        python: str = sys.executable,
+        python: str | None = None,
         libs: list[str] | None = None,
+        on_warning: Callable[[str, str], None] | None = None,
     ) -> None:
         self._lambda = lambda_client
         self._work_dir = work_dir
         self._region = region
         self._extra_env = dict(extra_env)
         self._log_sink = log_sink
+        # By default each function runs on its Lambda runtime's Python with only boto3 besides its
+        # zip (serverless_retry_tools.local.lambda_python); ``python``/``libs`` pin both instead.
         self._python = python
-        # What the Lambda runtime provides besides the zip (boto3): this interpreter's site-packages,
-        # without their .pth files, so an editable install of this project stays out.
-        self._libs = libs if libs is not None else [p for p in site.getsitepackages() if Path(p).is_dir()]
+        self._libs = libs
+        self._on_warning = on_warning
         self._workers: dict[str, _Worker] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._pool_lock = threading.Lock()
+        self._code_locks: dict[str, threading.Lock] = {}
         self._closed = False
         self.invocations = 0
 
@@ -179,23 +187,42 @@ class FunctionPool:
         return FunctionConfig.from_get_function(self._lambda.get_function(FunctionName=function))
 
     def _code_dir(self, config: FunctionConfig) -> Path:
+        """The function's code, unpacked once per CodeSha256 and shared by every function with that
+        code. Atomic: the zip is downloaded and unpacked into a private staging directory that is
+        renamed into place complete, so workers starting together (in this runtime or another one
+        sharing the work dir) never read a half-written archive or tree."""
         digest = config.code_sha256.replace("/", "_").replace("+", "-").rstrip("=") or "unknown"
         target = self._work_dir / "code" / digest
-        if (target / ".serverless-retry-complete").exists():
+        if (target / _COMPLETE).exists():
             return target
         if not config.code_location.startswith(("http://", "https://")):
             raise RuntimeError(
                 f"function {config.name}: GetFunction gave no downloadable Code.Location "
                 f"({config.code_location!r}); is the emulator's lambda_code_location_unreachable patch on?"
             )
-        target.mkdir(parents=True, exist_ok=True)
-        archive = target.with_suffix(".zip")
-        with urllib.request.urlopen(config.code_location, timeout=30) as response:
-            archive.write_bytes(response.read())
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target)
-        archive.unlink()
-        (target / ".serverless-retry-complete").write_text(config.code_sha256)
+        with self._pool_lock:
+            lock = self._code_locks.setdefault(digest, threading.Lock())
+        with lock:  # one download per digest in this runtime; the rename settles races between runtimes
+            if (target / _COMPLETE).exists():
+                return target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=target.parent))
+            try:
+                with urllib.request.urlopen(config.code_location, timeout=30) as response:
+                    archive = io.BytesIO(response.read())
+                with zipfile.ZipFile(archive) as zf:
+                    zf.extractall(staging)
+                (staging / _COMPLETE).write_text(config.code_sha256)
+                if target.exists() and not (target / _COMPLETE).exists():
+                    # Left incomplete by an interrupted run of an older version: set it aside.
+                    shutil.rmtree(target, ignore_errors=True)
+                try:
+                    staging.rename(target)
+                except OSError:
+                    if not (target / _COMPLETE).exists():  # not another runtime's complete copy
+                        raise
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return target
 
     # -- workers ------------------------------------------------------------------------------------
@@ -207,9 +234,10 @@ class FunctionPool:
             config, task_root=task_root, log_stream=log_stream, region=self._region, extra=self._extra_env
         )
         token = f"__serverless_retry_end_{secrets.token_hex(8)}__"
+        python, libs = self._interpreter(config)
         read_fd, write_fd = os.pipe()
         cmd = [
-            self._python,
+            python,
             "-I",
             "-S",
             str(WORKER_SCRIPT),
@@ -219,7 +247,7 @@ class FunctionPool:
             str(write_fd),
         ]
         cmd += ["--sentinel", token]
-        for lib in self._libs:
+        for lib in libs:
             cmd += ["--lib", lib]
         try:
             proc = subprocess.Popen(
@@ -240,6 +268,14 @@ class FunctionPool:
         threading.Thread(target=self._read_results, args=(read_fd, results), daemon=True).start()
         threading.Thread(target=self._read_output, args=(worker,), daemon=True).start()
         return worker
+
+    def _interpreter(self, config: FunctionConfig) -> tuple[str, list[str]]:
+        if self._python is not None or self._libs is not None:
+            return self._python or sys.executable, list(self._libs or [])
+        found = resolve_python(config.runtime)
+        if found.warning and self._on_warning is not None:
+            self._on_warning(config.name, found.warning)
+        return found.executable, list(found.libs)
 
     @staticmethod
     def _read_results(fd: int, results: queue.Queue[dict[str, Any] | None]) -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from serverless_retry_tools.local.moto_fidelity import FIDELITY_PATCHES
+
 __all__ = ["PATCHES", "Patch", "PatchContext", "apply_patches", "patched"]
 
 Undo = Callable[[], None]
@@ -392,49 +394,55 @@ def _events_rule_sns_target_not_implemented(_: PatchContext) -> Undo:
     return _replace(Rule, "send_to_targets", send_to_targets)
 
 
+COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
+    Patch(
+        "sqs_drops_redrive_allow_policy",
+        "SQS accepts RedriveAllowPolicy but never returns it (the provider waits forever)",
+        _sqs_drops_redrive_allow_policy,
+    ),
+    Patch(
+        "sqs_redrive_policy_json_whitespace",
+        "SQS returns RedrivePolicy with different whitespace (a perpetual plan diff)",
+        _sqs_redrive_policy_json_whitespace,
+    ),
+    Patch(
+        "sqs_set_attributes_wipes_policy",
+        "SetQueueAttributes without Policy wipes the queue's existing policy",
+        _sqs_set_attributes_wipes_policy,
+    ),
+    Patch(
+        "sqs_message_move_task_not_implemented",
+        "StartMessageMoveTask / ListMessageMoveTasks / CancelMessageMoveTask are not implemented",
+        _sqs_message_move_task_not_implemented,
+    ),
+    Patch(
+        "lambda_ignores_logging_config",
+        "Lambda drops LoggingConfig (a perpetual plan diff)",
+        _lambda_ignores_logging_config,
+    ),
+    Patch(
+        "lambda_event_source_mapping_invokes_in_docker",
+        "an enabled SQS event source mapping makes every SendMessage try to run the function in Docker",
+        _lambda_event_source_mapping_invokes_in_docker,
+    ),
+    Patch(
+        "lambda_code_location_unreachable",
+        "GetFunction gives no reachable Code.Location for the deployed zip",
+        _lambda_code_location_unreachable,
+    ),
+    Patch(
+        "events_rule_sns_target_not_implemented",
+        "PutEvents fails with a 500 when a matching rule targets an SNS topic",
+        _events_rule_sns_target_not_implemented,
+    ),
+)
+# Compatibility patches let our modules apply and run; fidelity patches make moto refuse what AWS
+# refuses (serverless_retry_tools.local.moto_fidelity).
 PATCHES: dict[str, Patch] = {
     p.name: p
     for p in (
-        Patch(
-            "sqs_drops_redrive_allow_policy",
-            "SQS accepts RedriveAllowPolicy but never returns it (the provider waits forever)",
-            _sqs_drops_redrive_allow_policy,
-        ),
-        Patch(
-            "sqs_redrive_policy_json_whitespace",
-            "SQS returns RedrivePolicy with different whitespace (a perpetual plan diff)",
-            _sqs_redrive_policy_json_whitespace,
-        ),
-        Patch(
-            "sqs_set_attributes_wipes_policy",
-            "SetQueueAttributes without Policy wipes the queue's existing policy",
-            _sqs_set_attributes_wipes_policy,
-        ),
-        Patch(
-            "sqs_message_move_task_not_implemented",
-            "StartMessageMoveTask / ListMessageMoveTasks / CancelMessageMoveTask are not implemented",
-            _sqs_message_move_task_not_implemented,
-        ),
-        Patch(
-            "lambda_ignores_logging_config",
-            "Lambda drops LoggingConfig (a perpetual plan diff)",
-            _lambda_ignores_logging_config,
-        ),
-        Patch(
-            "lambda_event_source_mapping_invokes_in_docker",
-            "an enabled SQS event source mapping makes every SendMessage try to run the function in Docker",
-            _lambda_event_source_mapping_invokes_in_docker,
-        ),
-        Patch(
-            "lambda_code_location_unreachable",
-            "GetFunction gives no reachable Code.Location for the deployed zip",
-            _lambda_code_location_unreachable,
-        ),
-        Patch(
-            "events_rule_sns_target_not_implemented",
-            "PutEvents fails with a 500 when a matching rule targets an SNS topic",
-            _events_rule_sns_target_not_implemented,
-        ),
+        *COMPATIBILITY_PATCHES,
+        *(Patch(name, corrects, install) for name, corrects, install in FIDELITY_PATCHES),
     )
 }
 

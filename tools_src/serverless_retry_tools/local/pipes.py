@@ -2,13 +2,23 @@
 
 For each pipe whose CurrentState is RUNNING (read from ListPipes / DescribePipe on every refresh,
 so a stopped, updated or deleted pipe is followed): receive a batch from the source queue with the
-pipe's SqsQueueParameters (BatchSize, MaximumBatchingWindowInSeconds), pass the SQS records to the
-enrichment Lambda if there is one (its result, a list or a single value, becomes the items), and
-deliver the items to the target: an event bus (PutEvents, one entry per item, Source and DetailType
-from EventBridgeEventBusParameters or Pipes' defaults), an SQS queue, an SNS topic or a Lambda
-function. The source messages are deleted only when enrichment and delivery both succeeded;
-otherwise they return after the queue's visibility timeout, and its redrive policy applies.
-Not emulated (a warning says so): FilterCriteria, InputTemplate, and non-SQS sources.
+pipe's SqsQueueParameters (BatchSize, MaximumBatchingWindowInSeconds, the window in logical
+seconds), pass the SQS records to the enrichment Lambda if there is one, and deliver the items to
+the target: an event bus (PutEvents, one entry per item, Source and DetailType from
+EventBridgeEventBusParameters or Pipes' defaults), an SQS queue, an SNS topic or a Lambda function.
+
+Enrichment, as EventBridge Pipes documents it (pipes-enrichment, eb-pipes-batching-concurrency): it
+is invoked synchronously with the batch as a JSON array, even for one record; its response (at most
+6 MB) goes to the target as it is: an array is the items, any other value is one item, and an empty
+response (``""``, ``{}``, ``[]`` or null) filters the batch out: the target is not invoked and the
+batch counts as processed. A response with more items than the target takes in one batch (10 for
+an event bus, SQS queue or SNS topic) does not invoke the target: the batch fails. There is no
+partial batch failure for enrichment.
+
+The source messages are deleted only when enrichment and delivery both succeeded (or the
+enrichment filtered them out); otherwise they return after the queue's visibility timeout, and its
+redrive policy applies. Not emulated (a warning says so): FilterCriteria, InputTemplate, and
+non-SQS sources.
 """
 
 from __future__ import annotations
@@ -27,6 +37,16 @@ if TYPE_CHECKING:
 __all__ = ["PipeRunner"]
 
 _REFRESH_SECONDS = 0.5
+ENRICHMENT_RESPONSE_LIMIT = 6 * 1024 * 1024
+# The most items a target takes in one batch; a Lambda target takes any number (up to 6 MB).
+TARGET_BATCH_LIMITS = {"events": 10, "sqs": 10, "sns": 10}
+
+
+def enrichment_items(result: Any) -> list[Any]:
+    """The items an enrichment response hands to the target (empty: filtered out)."""
+    if result in (None, "", {}, []):
+        return []
+    return list(result) if isinstance(result, list) else [result]
 
 
 class PipeRunner:
@@ -109,7 +129,7 @@ class PipeRunner:
             sqs,
             url,
             int(params.get("BatchSize") or 10),
-            float(params.get("MaximumBatchingWindowInSeconds") or 0),
+            self._rt.clock.real_duration(float(params.get("MaximumBatchingWindowInSeconds") or 0)),
             self._stop,
         )
         if not messages:
@@ -119,11 +139,16 @@ class PipeRunner:
         enrichment = pipe.get("Enrichment")
         if enrichment:
             result = self._rt.functions.invoke(enrichment, items)
-            if result.ok:
-                items = result.result if isinstance(result.result, list) else [result.result]
-            else:
+            if not result.ok:
                 error = f"enrichment failed: {result.error_text}"
-        if not error:
+            elif len(json.dumps(result.result).encode()) > ENRICHMENT_RESPONSE_LIMIT:
+                error = "enrichment failed: its response is larger than 6 MB"
+            else:
+                items = enrichment_items(result.result)
+        limit = TARGET_BATCH_LIMITS.get(str(pipe["Target"]).split(":")[2])
+        if not error and limit is not None and len(items) > limit:
+            error = f"the enrichment returned {len(items)} items; the target takes at most {limit} per batch"
+        if not error and items:
             try:
                 self._deliver(pipe, items)
             except Exception as exc:
@@ -163,11 +188,10 @@ class PipeRunner:
             if bus.get("Resources"):
                 entry["Resources"] = bus["Resources"]
             entries.append(entry)
-        events = self._rt.client("events")
-        for start in range(0, len(entries), 10):
-            response = events.put_events(Entries=entries[start : start + 10])
-            if response.get("FailedEntryCount"):
-                raise RuntimeError(f"PutEvents rejected {response['FailedEntryCount']} entries")
+        # One PutEvents for the batch (at most 10 entries: checked before delivery).
+        response = self._rt.client("events").put_events(Entries=entries)
+        if response.get("FailedEntryCount"):
+            raise RuntimeError(f"PutEvents rejected {response['FailedEntryCount']} entries")
 
     def _to_queue(self, target: str, params: dict[str, Any], items: list[Any]) -> None:
         sqs = self._rt.client("sqs")

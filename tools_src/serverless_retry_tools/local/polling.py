@@ -42,7 +42,10 @@ def receive_batch(
             if wait == 0:
                 stop.wait(0.05)
             continue
-        batch.extend(got)
+        # A message received twice within the window (its visibility timeout is shorter than the
+        # window) counts once, with its latest receipt handle, which is the one that can delete it.
+        fresh = {m["MessageId"] for m in got}
+        batch = [m for m in batch if m["MessageId"] not in fresh] + got
         if window <= 0:
             break
         if window_end is None:

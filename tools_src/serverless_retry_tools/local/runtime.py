@@ -24,29 +24,31 @@ exponential backoff, then sent to DeadLetterConfig.Arn with Scheduler's error at
 delivery is settled the schedule is deleted if ActionAfterCompletion is DELETE, else never fired
 again.
 
-Clock scale. With ``clock_scale = k`` the runtime and every function it invokes share one
-:class:`serverless_retry.clock.ScaledClock` (the runtime passes its epoch and scale to each function
-as SERVERLESS_RETRY_CLOCK_EPOCH / SERVERLESS_RETRY_CLOCK_SCALE): logical now = epoch + (real now -
-epoch) x k. It stays correct because each side converts at the one place time crosses over:
-- SQS delays: the consumer decides a logical delay d (and picks SQS or the Scheduler by d, so the
-  transport is the one AWS would use) and sends DelaySeconds = ceil(d / k); moto holds the message
-  for that many real seconds, which is d logical seconds. Visibility timeouts given by the consumer
-  are converted the same way. The queue's own VisibilityTimeout attribute is a real duration set
-  by Terraform, so failed batches come back after that many real seconds (use a short function
-  timeout locally).
-- Schedules: the consumer writes ``at(now_logical + d)``; the runtime fires when its logical now
-  reaches that instant, i.e. d / k real seconds later. Scheduler retry backoff is logical too.
-- Envelope timestamps and max_age are logical on both sides, so budgets hold.
-At scale 1 logical and real time coincide (that is what the redelivery benchmark measures).
+Logical time. The emulator owns one clock (:attr:`Emulator.clock
+<serverless_retry_tools.local.emulator.Emulator.clock>`, served at ``/_serverless_retry/clock``):
+logical now = epoch + (real now - epoch) x scale. Its SQS runs on it (delays, visibility
+timeouts, retention, timestamps: see :mod:`serverless_retry_tools.local.logical_time`), the runtime
+reads it from the emulator, and passes it to every function it invokes as
+SERVERLESS_RETRY_CLOCK_EPOCH / SERVERLESS_RETRY_CLOCK_SCALE, so nothing is converted anywhere:
+- a consumer's ``DelaySeconds=d`` or visibility timeout is d logical seconds in the queue;
+- a schedule's ``at()`` is due when the logical now reaches it, and the schedule loop sleeps until
+  the next due instant (so a schedule is late by the loop's refresh at most, well inside the
+  Scheduler's documented one-minute window); Scheduler retry backoff is logical too;
+- an event source mapping's MaximumBatchingWindowInSeconds is logical;
+- envelope timestamps and max_age are logical on both sides, so budgets hold.
+Function execution is real time: a function's Timeout is enforced in real seconds, so a queue whose
+visibility timeout is 6 x the function timeout (180 logical seconds for the module default of 30 s)
+hands a failed batch back after 180 / scale real seconds, but a function still has its whole real
+timeout to run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,18 +63,34 @@ from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
 from serverless_retry_tools.local.functions import FunctionPool, InvocationResult
+from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
-from serverless_retry_tools.local.sqs_events import judge_batch, sqs_event
+from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
 
-__all__ = ["Runtime", "RuntimeEvent"]
+__all__ = ["ASYNC_PAYLOAD_LIMIT", "Runtime", "RuntimeEvent", "ServiceError"]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 _MAPPING_REFRESH_SECONDS = 0.5
-_SCHEDULE_TICK_SECONDS = 0.2
+# How often (real seconds) the schedule list is read again; between reads the loop sleeps until the
+# next known schedule is due, so a known schedule fires within milliseconds of its at().
+_SCHEDULE_REFRESH_SECONDS = 0.2
 _LAMBDA_ASYNC_RETRIES = 2
+
+
+# Lambda's limit on an asynchronous (Event) invocation's payload.
+ASYNC_PAYLOAD_LIMIT = 1024 * 1024
+
+
+class ServiceError(Exception):
+    """An error the real service would answer, shaped like botocore's ClientError where it counts
+    (``response["Error"]["Code"]``), so a Scheduler dead-letter message carries the right code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.response = {"Error": {"Code": code, "Message": message}}
 
 
 @dataclass(frozen=True)
@@ -105,19 +123,18 @@ class Runtime:
         *,
         region: str = "us-east-1",
         work_dir: Path,
-        clock_scale: float = 1.0,
-        clock_epoch: float | None = None,
+        clock: ScaledClock | None = None,
         on_event: Callable[[RuntimeEvent], None] | None = None,
         echo_logs: bool = False,
         log_tap: Callable[[str, str], None] | None = None,
     ) -> None:
-        if clock_scale <= 0:
-            raise ValueError("clock_scale must be > 0")
         self.endpoint_url = endpoint_url
         self.region = region
         self.work_dir = work_dir
-        self.clock = ScaledClock(epoch=time.time() if clock_epoch is None else clock_epoch, scale=clock_scale)
         self._on_event = on_event
+        self._warned: set[str] = set()
+        self.errors: list[str] = []
+        self.clock = clock or self._emulator_clock()
         self._session = boto3.session.Session(
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
@@ -133,10 +150,11 @@ class Runtime:
             extra_env={
                 **FAKE_CREDENTIALS,
                 "AWS_ENDPOINT_URL": endpoint_url,
-                "SERVERLESS_RETRY_CLOCK_SCALE": repr(float(clock_scale)),
+                "SERVERLESS_RETRY_CLOCK_SCALE": repr(float(self.clock.scale)),
                 "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
             },
             log_sink=self.logs,
+            on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
         )
         self._stop = threading.Event()
         self.pipes = PipeRunner(self, self._stop)
@@ -147,9 +165,7 @@ class Runtime:
         self._queue_urls: dict[str, str] = {}
         self._schedules: dict[str, _Schedule] = {}
         self._async = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lambda-async")
-        self._warned: set[str] = set()
         self._started = False
-        self.errors: list[str] = []
         self.stats: dict[str, int] = {
             "batches": 0,
             "messages_received": 0,
@@ -166,6 +182,16 @@ class Runtime:
         self._stats_lock = threading.Lock()
 
     # -- plumbing -----------------------------------------------------------------------------------
+    def _emulator_clock(self) -> ScaledClock:
+        """The emulator's own clock; real time (scale 1) for an endpoint that does not serve one."""
+        try:
+            with urllib.request.urlopen(self.endpoint_url.rstrip("/") + CLOCK_ROUTE, timeout=10) as response:
+                clock = json.loads(response.read())
+            return ScaledClock(epoch=float(clock["epoch"]), scale=float(clock["scale"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self.warn_once("clock", f"{self.endpoint_url} serves no logical clock ({exc!r}): using real time")
+            return ScaledClock(epoch=time.time(), scale=1.0)
+
     def client(self, service: str) -> Any:
         # boto3 sessions are not thread-safe to create clients from; clients themselves are.
         with self._clients_lock:
@@ -301,11 +327,19 @@ class Runtime:
         queue_arn = mapping["EventSourceArn"]
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
-        window = float(mapping.get("MaximumBatchingWindowInSeconds") or 0)
-        messages = receive_batch(sqs, queue_url, batch_size, window, self._stop)
-        if not messages:
+        window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
+        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        if not received:
             return
         config = self.functions.describe(mapping["FunctionArn"])
+        # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
+        for messages in split_by_payload(received, queue_arn, self.region):
+            self._invoke_batch(sqs, mapping, config, queue_url, messages)
+
+    def _invoke_batch(
+        self, sqs: Any, mapping: dict[str, Any], config: Any, queue_url: str, messages: list[dict[str, Any]]
+    ) -> None:
+        queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
         result = self.functions.invoke(config.arn, event, config=config)
         verdict = judge_batch(
@@ -341,15 +375,46 @@ class Runtime:
     # -- schedules ------------------------------------------------------------------------------------
     def _schedule_loop(self) -> None:
         scheduler = self.client("scheduler")
+        next_refresh = 0.0
         while not self._stop.is_set():
             try:
-                self._schedule_tick(scheduler)
+                refresh = time.monotonic() >= next_refresh
+                if refresh:
+                    next_refresh = time.monotonic() + _SCHEDULE_REFRESH_SECONDS
+                self._schedule_tick(scheduler, refresh=refresh)
             except Exception as exc:
                 self.emit("error", where="schedules", error=repr(exc))
                 self._stop.wait(1.0)
-            self._stop.wait(_SCHEDULE_TICK_SECONDS)
+            self._stop.wait(min(max(0.0, next_refresh - time.monotonic()), self._until_next_due()))
 
-    def _schedule_tick(self, scheduler: Any) -> None:
+    def _until_next_due(self) -> float:
+        """Real seconds until the earliest pending schedule (or retry) is due."""
+        pending = [
+            s.next_attempt_at or s.due_at
+            for s in self._schedules.values()
+            if not s.settled and s.due_at is not None and s.description.get("State", "ENABLED") == "ENABLED"
+        ]
+        if not pending:
+            return _SCHEDULE_REFRESH_SECONDS
+        logical = (min(p for p in pending if p is not None) - self.clock.now()).total_seconds()
+        return self.clock.real_duration(logical)
+
+    def _schedule_tick(self, scheduler: Any, *, refresh: bool = True) -> None:
+        if refresh:
+            self._refresh_schedules(scheduler)
+        now = self.clock.now()
+        for schedule in list(self._schedules.values()):
+            if self._stop.is_set():
+                return
+            if schedule.settled or schedule.due_at is None:
+                continue
+            if schedule.description.get("State", "ENABLED") != "ENABLED":
+                continue
+            when = schedule.next_attempt_at or schedule.due_at
+            if now >= when:
+                self._fire(scheduler, schedule)
+
+    def _refresh_schedules(self, scheduler: Any) -> None:
         seen: set[str] = set()
         groups = [
             g["Name"]
@@ -367,17 +432,6 @@ class Runtime:
         for arn in list(self._schedules):
             if arn not in seen:
                 del self._schedules[arn]
-        now = self.clock.now()
-        for schedule in list(self._schedules.values()):
-            if self._stop.is_set():
-                return
-            if schedule.settled or schedule.due_at is None:
-                continue
-            if schedule.description.get("State", "ENABLED") != "ENABLED":
-                continue
-            when = schedule.next_attempt_at or schedule.due_at
-            if now >= when:
-                self._fire(scheduler, schedule)
 
     def _load_schedule(self, scheduler: Any, summary: dict[str, Any]) -> _Schedule:
         description = scheduler.get_schedule(Name=summary["Name"], GroupName=summary["GroupName"])
@@ -438,14 +492,14 @@ class Runtime:
         payload: str = target.get("Input") or "{}"
         service = arn.split(":")[2]
         if service == "sqs":
+            # Exactly what the Scheduler's templated SQS target sends: the Input as the body and,
+            # from SqsParameters, a MessageGroupId; never a deduplication id or attributes. A FIFO
+            # queue without content-based deduplication therefore refuses it here, as on AWS.
             sqs = self.client("sqs")
             params: dict[str, Any] = {"QueueUrl": self.queue_url(sqs, arn), "MessageBody": payload}
             group_id = (target.get("SqsParameters") or {}).get("MessageGroupId")
             if group_id:
                 params["MessageGroupId"] = group_id
-            if arn.endswith(".fifo"):
-                digest = hashlib.sha256(f"{schedule.arn}|{schedule.due_at}".encode()).hexdigest()
-                params["MessageDeduplicationId"] = digest
             sqs.send_message(**params)
         elif service == "sns":
             self.client("sns").publish(TopicArn=arn, Message=payload)
@@ -482,8 +536,20 @@ class Runtime:
     # -- asynchronous Lambda invocation --------------------------------------------------------------
     def invoke_async(self, function: str, payload: str) -> None:
         """Queue an Event invocation (accepted at once, as Invoke returns 202); a function error is
-        retried twice, as Lambda does by default, then dropped with an error event."""
-        event = json.loads(payload)
+        retried twice, as Lambda does by default, then dropped with an error event. Refused, as
+        Lambda's Invoke refuses it, when the payload is over 1 MB or not JSON."""
+        size = len(payload.encode())
+        if size > ASYNC_PAYLOAD_LIMIT:
+            raise ServiceError(
+                "RequestEntityTooLargeException",
+                f"{size} byte payload is too large for the Event invocation type (limit {ASYNC_PAYLOAD_LIMIT} bytes)",
+            )
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise ServiceError(
+                "InvalidRequestContentException", "Could not parse request body into json"
+            ) from None
         self._async.submit(self._run_async, function, event)
 
     def _run_async(self, function: str, event: Any) -> None:

@@ -10,13 +10,18 @@ handler raised, timed out or crashed) always fails the whole batch.
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["BatchVerdict", "judge_batch", "sqs_event"]
+from serverless_retry.testing import sqs_record
+
+__all__ = ["SYNC_PAYLOAD_LIMIT", "BatchVerdict", "judge_batch", "split_by_payload", "sqs_event"]
+
+# Lambda's limit on a synchronous invocation's payload (request and response): 6 MB.
+SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+M = TypeVar("M", bound=Mapping[str, Any])
 
 # System attributes Lambda copies into each record's "attributes" when SQS returns them.
 _RECORD_ATTRIBUTES = (
@@ -32,45 +37,47 @@ _RECORD_ATTRIBUTES = (
 )
 
 
-def _event_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "stringListValues": [],
-        "binaryListValues": [],
-        "dataType": value.get("DataType", "String"),
-    }
-    if "StringValue" in value:
-        out["stringValue"] = value["StringValue"]
-    if "BinaryValue" in value:
-        raw = value["BinaryValue"]
-        out["binaryValue"] = base64.b64encode(raw if isinstance(raw, bytes) else str(raw).encode()).decode()
-    return out
-
-
 def sqs_event(messages: Iterable[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
     """The Lambda event for ``messages`` as boto3's ReceiveMessage returns them (with
-    ``AttributeNames=["All"]`` and ``MessageAttributeNames=["All"]``)."""
+    ``MessageSystemAttributeNames=["All"]`` and ``MessageAttributeNames=["All"]``), built by the same
+    record builder users' tests use (:func:`serverless_retry.testing.sqs_record`)."""
     records = []
     for message in messages:
         system = message.get("Attributes") or {}
-        attributes = {k: str(system[k]) for k in _RECORD_ATTRIBUTES if k in system}
-        record: dict[str, Any] = {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": attributes,
-            "messageAttributes": {
-                name: _event_attribute(value)
-                for name, value in (message.get("MessageAttributes") or {}).items()
-            },
-            "md5OfBody": message.get("MD5OfBody") or hashlib.md5(message["Body"].encode()).hexdigest(),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": queue_arn,
-            "awsRegion": region,
-        }
-        if message.get("MD5OfMessageAttributes"):
-            record["md5OfMessageAttributes"] = message["MD5OfMessageAttributes"]
-        records.append(record)
+        records.append(
+            sqs_record(
+                message["Body"],
+                message_id=message["MessageId"],
+                receipt_handle=message["ReceiptHandle"],
+                attributes=message.get("MessageAttributes") or {},
+                system_attributes={k: str(system[k]) for k in _RECORD_ATTRIBUTES if k in system},
+                queue_arn=queue_arn,
+                region=region,
+                md5_of_body=message.get("MD5OfBody"),
+                md5_of_message_attributes=message.get("MD5OfMessageAttributes"),
+            )
+        )
     return {"Records": records}
+
+
+def split_by_payload(
+    messages: Sequence[M], queue_arn: str, region: str, limit: int = SYNC_PAYLOAD_LIMIT
+) -> list[list[M]]:
+    """``messages`` in order, cut into runs whose Lambda event stays within ``limit`` bytes (the
+    poller invokes once per run, as Lambda keeps each batch within the invocation payload limit)."""
+    runs: list[list[M]] = []
+    current: list[M] = []
+    size = len(b'{"Records": []}')
+    for message in messages:
+        record = len(json.dumps(sqs_event([message], queue_arn, region)["Records"][0]).encode()) + 2
+        if current and size + record > limit:
+            runs.append(current)
+            current, size = [], len(b'{"Records": []}')
+        current.append(message)
+        size += record
+    if current:
+        runs.append(current)
+    return runs
 
 
 @dataclass(frozen=True)

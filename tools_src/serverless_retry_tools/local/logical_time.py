@@ -1,0 +1,114 @@
+"""moto's SQS on the emulator's logical clock: one notion of time for queues, schedules and functions.
+
+With a clock scale k, logical now = epoch + (real now - epoch) x k (the
+:class:`serverless_retry.clock.ScaledClock` every handler the runtime invokes builds from
+SERVERLESS_RETRY_CLOCK_SCALE / _EPOCH). Installed in the emulator child, this makes every SQS
+duration and timestamp logical, so a consumer's ``DelaySeconds=60`` is 60 logical seconds at any k
+and nothing is converted on the way:
+
+- ``moto.sqs.models`` reads the time through ``unix_time`` / ``unix_time_millis`` (delays,
+  visibility timeouts, ChangeMessageVisibility's 12-hour limit, retention, FIFO deduplication
+  windows, SentTimestamp, ApproximateFirstReceiveTimestamp, queue timestamps): both are replaced by
+  the logical clock in that module only (other services keep real time).
+- A long poll wakes when its queue's next delayed or invisible message becomes receivable, not on
+  moto's fixed one-second tick (which, multiplied by k, was most of the lateness at high scales).
+- ``WaitTimeSeconds`` stays a real duration: it bounds how long an HTTP request is held, and the
+  caller's read timeout is real. A long poll therefore returns at once when a message is due and
+  otherwise after the same real wait as on AWS.
+
+At k = 1 logical and real time coincide; only the prompt wake-up differs from moto.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CLOCK_ROUTE", "LogicalClock", "install_logical_sqs"]
+
+# Where the emulator serves its clock (``{"epoch", "scale"}``) for a runtime given only the endpoint.
+CLOCK_ROUTE = "/_serverless_retry/clock"
+
+Undo = Callable[[], None]
+# A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
+_WAKE_MARGIN_SECONDS = 0.0005
+# moto's receive loop asks for one-second waits; never sleep longer than that in one go.
+_MAX_WAIT_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class LogicalClock:
+    """The emulator's clock: the same line as ``ScaledClock(epoch, scale)``, as Unix seconds."""
+
+    epoch: float
+    scale: float
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:
+            raise ValueError(f"clock scale must be > 0, got {self.scale!r}")
+
+    def now(self) -> float:
+        return self.epoch + (time.time() - self.epoch) * self.scale
+
+    def real_seconds(self, logical_seconds: float) -> float:
+        return max(0.0, logical_seconds / self.scale)
+
+
+def install_logical_sqs(clock: LogicalClock) -> Undo:
+    """Run moto's SQS (in this process) on ``clock``; returns the undo."""
+    from moto.core import utils as core_utils
+    from moto.sqs import models
+
+    real_unix_time = core_utils.unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return real_unix_time(dt) if dt is not None else clock.now()
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    queue_cls = models.Queue
+    backend_cls = models.SQSBackend
+    original_receive = backend_cls.__dict__["receive_message"]
+
+    def wait_for_messages(self: Any, timeout: int) -> None:
+        with self._messages_lock:
+            if self.messages:
+                return
+            now_ms = clock.now() * 1000.0
+            upcoming = [
+                max(m.visible_at, m.delayed_until)
+                for m in self._messages
+                if max(m.visible_at, m.delayed_until) > now_ms
+            ]
+            wait = min(float(timeout), _MAX_WAIT_SECONDS)
+            if upcoming:
+                due_in = clock.real_seconds((min(upcoming) - now_ms) / 1000.0) + _WAKE_MARGIN_SECONDS
+                wait = min(wait, due_in)
+            # A send notifies the condition, so a new message still wakes the poll at once.
+            self._messages_lock.wait(timeout=wait)
+
+    def receive_message(
+        self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        # moto measures the long poll on the (now logical) module clock: scale the real wait to it.
+        logical_wait = wait_seconds_timeout * clock.scale if wait_seconds_timeout else 0
+        return original_receive(self, queue_name, count, logical_wait, *args, **kwargs)
+
+    replaced: list[tuple[Any, str, Any]] = [
+        (models, "unix_time", unix_time),
+        (models, "unix_time_millis", unix_time_millis),
+        (queue_cls, "wait_for_messages", wait_for_messages),
+        (backend_cls, "receive_message", receive_message),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replaced]
+    for owner, name, new in replaced:
+        setattr(owner, name, new)
+
+    def undo() -> None:
+        for owner, name, old in saved:
+            setattr(owner, name, old)
+
+    return undo
