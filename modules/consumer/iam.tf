@@ -42,12 +42,13 @@ data "aws_iam_policy_document" "send" {
 }
 
 # Concern: retries longer than SQS's 15-minute delay become one-time schedules in our group only.
+# Creating is all the consumer does: each schedule deletes itself (ActionAfterCompletion = DELETE).
 data "aws_iam_policy_document" "schedule" {
   dynamic "statement" {
     for_each = var.scheduler == null ? [] : [local.schedule_arn_pattern]
     content {
-      sid       = "ManageRetrySchedules"
-      actions   = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"]
+      sid       = "CreateRetrySchedules"
+      actions   = ["scheduler:CreateSchedule"]
       resources = [statement.value]
     }
   }

@@ -1,20 +1,26 @@
 locals {
   handler = coalesce(var.handler, "serverless_retry.handlers.consumer.handler")
+  # Known at plan time from queue.fifo (the queue module's input); else from the ARN.
+  fifo             = var.queue.fifo != null ? var.queue.fifo : endswith(var.queue.arn, ".fifo")
+  schedule_dlq_arn = coalesce(var.queue.schedule_dlq_arn, var.queue.dlq_arn)
 
   # What the handler reads at cold start (serverless_retry.config); names are the shared contract.
   wired_environment = merge(
     {
-      SERVERLESS_RETRY_PROCESSOR           = var.processor
-      SERVERLESS_RETRY_POLICY              = var.retry_policy_json
-      SERVERLESS_RETRY_QUEUE_URL           = var.queue.url
-      SERVERLESS_RETRY_QUEUE_ARN           = var.queue.arn
-      SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL = var.queue.exhausted_queue_url
-      SERVERLESS_RETRY_DLQ_ARN             = var.queue.dlq_arn
-      SERVERLESS_RETRY_MAX_MESSAGE_BYTES   = tostring(var.queue.max_message_size)
-      POWERTOOLS_SERVICE_NAME              = var.name
-      POWERTOOLS_METRICS_NAMESPACE         = "ServerlessRetry"
-      POWERTOOLS_LOG_LEVEL                 = var.log_level
+      SERVERLESS_RETRY_PROCESSOR                   = var.processor
+      SERVERLESS_RETRY_POLICY                      = module.policy.policy_json
+      SERVERLESS_RETRY_QUEUE_URL                   = var.queue.url
+      SERVERLESS_RETRY_QUEUE_ARN                   = var.queue.arn
+      SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL         = var.queue.exhausted_queue_url
+      SERVERLESS_RETRY_DLQ_ARN                     = local.schedule_dlq_arn
+      SERVERLESS_RETRY_MAX_MESSAGE_BYTES           = tostring(var.queue.max_message_size)
+      SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES = tostring(coalesce(var.queue.exhausted_max_message_size, var.queue.max_message_size))
+      SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS     = tostring(var.queue.message_retention_seconds)
+      POWERTOOLS_SERVICE_NAME                      = var.name
+      POWERTOOLS_METRICS_NAMESPACE                 = "ServerlessRetry"
+      POWERTOOLS_LOG_LEVEL                         = var.log_level
     },
+    local.fifo ? { SERVERLESS_RETRY_FIFO_ORDER = var.fifo_order } : {},
     var.scheduler == null ? {} : {
       SERVERLESS_RETRY_SCHEDULE_GROUP     = var.scheduler.schedule_group_name
       SERVERLESS_RETRY_SCHEDULER_ROLE_ARN = var.scheduler.role_arn
@@ -25,8 +31,43 @@ locals {
   )
   environment = merge(var.environment, local.wired_environment)
 
-  # Lambda caps the environment at 4 KB (keys plus values); a long policy is the usual culprit.
-  environment_bytes = sum([for k, v in local.environment : length(k) + length(v)])
+  # Lambda caps the environment at 4 KB (keys plus values, in bytes); the policy is the usual culprit.
+  # The size must be known at plan time, also on a first apply when the queue URLs and ARNs are not:
+  # those are bounded from the names, region and partition (an ARN's length is exact; a URL is bounded
+  # by the longer of the sqs.<region>.<suffix> and <region>.queue.<suffix> forms).
+  url_overhead = length("https://${data.aws_region.current.name}.queue.${data.aws_partition.current.dns_suffix}/123456789012/")
+  arn_overhead = length("arn:${data.aws_partition.current.partition}:sqs:${data.aws_region.current.name}:123456789012:")
+  value_bounds = {
+    SERVERLESS_RETRY_QUEUE_URL           = var.queue.name == null ? null : local.url_overhead + length(var.queue.name)
+    SERVERLESS_RETRY_QUEUE_ARN           = var.queue.name == null ? null : local.arn_overhead + length(var.queue.name)
+    SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL = var.queue.exhausted_queue_name == null ? null : local.url_overhead + length(var.queue.exhausted_queue_name)
+    SERVERLESS_RETRY_DLQ_ARN             = var.queue.schedule_dlq_name == null ? null : local.arn_overhead + length(var.queue.schedule_dlq_name)
+    SERVERLESS_RETRY_SCHEDULER_ROLE_ARN  = try(var.scheduler.role_name, null) == null ? null : length("arn:${data.aws_partition.current.partition}:iam::123456789012:role/${var.scheduler.role_name}")
+  }
+  # A value's UTF-8 bytes, from its base64 form (4 characters per 3 bytes, less the padding).
+  value_bytes = {
+    for k, v in local.environment : k => (
+      lookup(local.value_bounds, k, null) != null ? local.value_bounds[k] :
+      length(base64encode(v)) / 4 * 3 - length(replace(base64encode(v), "/[^=]/", ""))
+    )
+  }
+  environment_bytes = sum([for k, v in local.value_bytes : length(k) + v])
+  policy_bytes      = local.value_bytes["SERVERLESS_RETRY_POLICY"]
+  extra_bytes       = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
+}
+
+data "aws_region" "current" {}
+
+data "aws_partition" "current" {}
+
+# The policy, checked at plan time by the same description scheduled-retry and self-healing use, and
+# what it implies for this queue (transport, Scheduler, budget, longest wait).
+module "policy" {
+  source = "../retry-policy"
+
+  retry_policy = try(jsondecode(var.retry_policy_json), {})
+  fifo         = local.fifo
+  fifo_order   = var.fifo_order
 }
 
 resource "aws_cloudwatch_log_group" "this" {
@@ -40,7 +81,7 @@ resource "aws_cloudwatch_log_group" "this" {
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_116:The SQS event source mapping invokes the function synchronously, and a function DLQ only catches asynchronous invocations; failed records go to the queue's own DLQ (redrive_policy) and the retry-exhausted queue.
   #checkov:skip=CKV_AWS_117:The consumer calls only AWS APIs (SQS, EventBridge Scheduler, CloudWatch Logs); running it in a VPC would add NAT or endpoint requirements and protect nothing.
-  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path whose hash Terraform pins through source_code_hash.
+  #checkov:skip=CKV_AWS_272:Code signing is opt-in (code_signing_config_arn): it needs an AWS Signer profile and a zip signed by a Signer job, which a locally built package cannot be; when it is null, the zip deployed is the one whose SHA-256 the plan pins (source_code_hash).
   function_name    = var.name
   description      = "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
   role             = aws_iam_role.this.arn
@@ -52,6 +93,8 @@ resource "aws_lambda_function" "this" {
   memory_size      = var.memory_size
   timeout          = var.timeout
   kms_key_arn      = var.environment_kms_key_arn
+
+  code_signing_config_arn = var.code_signing_config_arn
 
   reserved_concurrent_executions = var.reserved_concurrency
 
@@ -72,7 +115,7 @@ resource "aws_lambda_function" "this" {
   lifecycle {
     precondition {
       condition     = local.environment_bytes <= 4096
-      error_message = "The function's environment variables take ${local.environment_bytes} bytes; Lambda allows 4096. Shorten the retry policy (fewer or shorter rules) or the extra environment."
+      error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
     }
   }
 }
@@ -105,7 +148,7 @@ resource "aws_lambda_event_source_mapping" "this" {
 
     precondition {
       # FIFO event sources take at most 10 records and no batching window.
-      condition     = !endswith(var.queue.arn, ".fifo") || (var.batch_size <= 10 && var.maximum_batching_window_seconds == 0)
+      condition     = !local.fifo || (var.batch_size <= 10 && var.maximum_batching_window_seconds == 0)
       error_message = "The queue is FIFO: batch_size must be at most 10 (got ${var.batch_size}) and maximum_batching_window_seconds 0 (got ${var.maximum_batching_window_seconds})."
     }
 
@@ -113,5 +156,41 @@ resource "aws_lambda_event_source_mapping" "this" {
       condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds >= 1
       error_message = "batch_size ${var.batch_size} is above 10: SQS event sources need maximum_batching_window_seconds >= 1 for batches larger than 10."
     }
+
+    # Retried in place (visibility, FIFO ordered) or by hops, a message lives on in the source queue:
+    # SQS deletes it at the end of its retention, whatever attempt it is at.
+    precondition {
+      condition     = !local.retries_live_in_the_queue || local.longest_life_seconds < var.queue.message_retention_seconds
+      error_message = "With ${local.transport_text}, the retry policy can keep a message ${module.policy.max_total_wait_seconds} s in waits plus up to ${module.policy.max_attempts} x ${var.timeout} s of processing = ${local.longest_life_seconds} s, which is not shorter than the source queue's retention (${var.queue.message_retention_seconds} s): SQS would delete a message before its last attempt, unseen. Raise message_retention_seconds (up to 1209600, 14 days), lower the policy's max_attempts, max_seconds or max_age_seconds, or use a transport that re-enqueues a fresh copy (auto, sqs-delay, scheduler${local.fifo ? "; on FIFO: fifo_order = \"unordered\"" : ""})."
+    }
+
+    precondition {
+      condition     = module.policy.transport != "visibility" || var.queue.max_receive_count == null || try(var.queue.max_receive_count > module.policy.max_attempts, true)
+      error_message = "With ${local.transport_text}, every attempt is a receive of the same message, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must exceed the policy's largest max_attempts (${module.policy.max_attempts}); otherwise SQS moves a message to the DLQ before its last attempt, without the reason the retry-exhausted queue would get. Set max_receive_count to at least ${module.policy.max_attempts + 1}, or lower max_attempts."
+    }
+
+    precondition {
+      condition     = !(local.fifo && module.policy.effective_policy.transport == "sqs-hops")
+      error_message = "transport \"sqs-hops\" delays each hop with a per-message DelaySeconds, which FIFO queues do not support. On a FIFO queue use fifo_order = \"ordered\" (retries in place) or \"unordered\" with transport auto or scheduler."
+    }
+
+    precondition {
+      condition     = !(local.fifo && var.fifo_order == "ordered" && contains(["scheduler", "sqs-delay"], module.policy.effective_policy.transport))
+      error_message = "fifo_order = \"ordered\" retries a failed message in place, in its message group, but the policy asks for transport \"${module.policy.effective_policy.transport}\", which would take the retry out of its group. Use transport auto or visibility, or fifo_order = \"unordered\" to let retries leave their group."
+    }
+
+    precondition {
+      condition     = !module.policy.needs_scheduler || var.scheduler != null
+      error_message = "The retry policy can send retries through EventBridge Scheduler (${local.fifo ? "FIFO, unordered" : "transport ${module.policy.transport} with a cap above 900 s"}), but no scheduler is given: pass the scheduler module's outputs as scheduler, or keep every delay within 900 s (backoff max_seconds) or use transport sqs-delay, visibility or sqs-hops."
+    }
   }
+}
+
+locals {
+  retries_live_in_the_queue = contains(["visibility", "sqs-hops"], module.policy.transport)
+  longest_life_seconds      = module.policy.max_total_wait_seconds + module.policy.max_attempts * var.timeout
+  transport_text = (
+    local.fifo && var.fifo_order == "ordered" ? "a FIFO queue retried in order (in place, with the visibility timeout)" :
+    "transport ${module.policy.transport} (retries ${module.policy.transport == "sqs-hops" ? "hop through" : "stay in"} the source queue)"
+  )
 }

@@ -32,3 +32,49 @@ output "environment" {
   description = "The environment variables the function is given (the wiring, for inspection and local runs)."
   value       = local.environment
 }
+
+output "retry_policy_json" {
+  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY (nulls dropped)."
+  value       = module.policy.policy_json
+}
+
+output "needs_scheduler" {
+  description = "Whether the policy can send retries through EventBridge Scheduler on this queue (then scheduler must be given)."
+  value       = module.policy.needs_scheduler
+}
+
+output "transport" {
+  description = "How retries travel on this queue (the policy's transport; for a FIFO queue visibility when ordered, scheduler when unordered)."
+  value       = module.policy.transport
+}
+
+output "max_attempts" {
+  description = "The policy's largest max_attempts (policy or a retrying rule)."
+  value       = module.policy.max_attempts
+}
+
+output "max_total_wait_seconds" {
+  description = "Upper bound of the waits between a message's first failure and its last attempt (see modules/retry-policy)."
+  value       = module.policy.max_total_wait_seconds
+}
+
+output "environment_bytes" {
+  description = "Size of the function's environment in bytes as checked against Lambda's 4096 at plan time (an upper bound while queue URLs and ARNs are unknown)."
+  value       = local.environment_bytes
+}
+
+output "role_permissions" {
+  description = "Every statement of the function role's policy ({sid, actions, resources}), for review: what the consumer may do, on exactly which ARNs."
+  value = flatten([
+    for d in [
+      data.aws_iam_policy_document.consume,
+      data.aws_iam_policy_document.send,
+      data.aws_iam_policy_document.schedule,
+      data.aws_iam_policy_document.pass_role,
+      data.aws_iam_policy_document.logs,
+      data.aws_iam_policy_document.kms,
+      data.aws_iam_policy_document.xray,
+      data.aws_iam_policy_document.idempotency,
+    ] : [for s in d.statement : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
+  ])
+}

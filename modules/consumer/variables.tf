@@ -46,7 +46,7 @@ variable "handler" {
 }
 
 variable "retry_policy_json" {
-  description = "The retry policy as JSON (DESIGN section 3); the scheduled-retry module renders it from a typed object. The function validates it again at cold start."
+  description = "The retry policy as JSON (DESIGN section 3), e.g. `file(\"policy.json\")` or `jsonencode({...})`. Checked at plan time by modules/retry-policy (unknown fields, types, ranges, RE2 regexes) and again by the function at cold start; the function receives it re-rendered without null fields."
   type        = string
 
   validation {
@@ -56,7 +56,14 @@ variable "retry_policy_json" {
 }
 
 variable "queue" {
-  description = "The queue set the function consumes and retries into (the queue module's outputs)."
+  description = <<-EOT
+    The queue set the function consumes and retries into (the queue module's outputs). dlq_arn is the
+    dead-letter target of retry schedules and must be a standard queue (EventBridge Scheduler takes no
+    FIFO DLQ): schedule_dlq_arn when given, else dlq_arn. The names, when given, bound the length of the
+    URLs and ARNs at plan time (they are unknown before the first apply), so the 4 KB environment limit
+    is checked at plan time. message_retention_seconds and max_receive_count feed the plan-time guards of
+    the in-place transports (visibility, FIFO ordered, sqs-hops).
+  EOT
   type = object({
     arn                        = string
     url                        = string
@@ -65,19 +72,61 @@ variable "queue" {
     exhausted_queue_url        = string
     exhausted_queue_arn        = string
     max_message_size           = optional(number, 262144)
+    exhausted_max_message_size = optional(number)
     kms_key_arn                = optional(string)
+    fifo                       = optional(bool)
+    schedule_dlq_arn           = optional(string)
+    message_retention_seconds  = optional(number, 345600)
+    max_receive_count          = optional(number)
+    name                       = optional(string)
+    exhausted_queue_name       = optional(string)
+    schedule_dlq_name          = optional(string)
   })
   nullable = false
+
+  validation {
+    condition     = !endswith(coalesce(var.queue.schedule_dlq_arn, var.queue.dlq_arn), ".fifo")
+    error_message = "The dead-letter target of retry schedules (queue.schedule_dlq_arn, else queue.dlq_arn) must be a standard queue: EventBridge Scheduler does not support FIFO dead-letter queues. For a FIFO source give queue.schedule_dlq_arn = the queue module's schedule_dlq_arn (<name>-schedule-dlq)."
+  }
+
+  validation {
+    # FIFO-ness must agree wherever the source is named, and its DLQ must be FIFO too (SQS's rule).
+    condition     = var.queue.fifo == null ? true : alltrue([for a in [var.queue.arn, var.queue.url, var.queue.dlq_arn] : endswith(a, ".fifo") == var.queue.fifo])
+    error_message = "queue.fifo = ${jsonencode(var.queue.fifo)} disagrees with the queue ARN/URL or its DLQ ARN: a FIFO queue's name ends in .fifo, and SQS requires the DLQ of a FIFO source to be FIFO (and of a standard source, standard)."
+  }
+
+  validation {
+    condition     = floor(var.queue.message_retention_seconds) == var.queue.message_retention_seconds && var.queue.message_retention_seconds >= 60 && var.queue.message_retention_seconds <= 1209600
+    error_message = "queue.message_retention_seconds must be a whole number from 60 to 1209600 (SQS's range)."
+  }
+
+  validation {
+    condition     = var.queue.exhausted_max_message_size == null ? true : var.queue.exhausted_max_message_size >= 1024 && var.queue.exhausted_max_message_size <= 1048576
+    error_message = "queue.exhausted_max_message_size must be null or from 1024 to 1048576 bytes."
+  }
 }
 
 variable "scheduler" {
-  description = "The schedule group and execution role for retries longer than SQS's 15-minute delay. null when the policy's transport never schedules (sqs-delay or visibility)."
+  description = "The schedule group and execution role for retries that go through EventBridge Scheduler (longer than SQS's 15-minute delay, or FIFO unordered). null when the policy never schedules (a precondition checks it); role_name, when given, bounds the role ARN's length at plan time."
   type = object({
     schedule_group_name = string
     schedule_group_arn  = string
     role_arn            = string
+    role_name           = optional(string)
   })
   default = null
+}
+
+variable "fifo_order" {
+  description = "FIFO sources only: `ordered` retries a failed message in place with the visibility timeout (its message group waits; later records of the group in the batch are handed back unprocessed); `unordered` lets the retry leave its group through the Scheduler and the group goes on. Wired as SERVERLESS_RETRY_FIFO_ORDER."
+  type        = string
+  default     = "ordered"
+  nullable    = false
+
+  validation {
+    condition     = contains(["ordered", "unordered"], var.fifo_order)
+    error_message = "fifo_order must be \"ordered\" (retry in place, the message group waits) or \"unordered\" (the retry leaves its group through the Scheduler), got \"${var.fifo_order}\"."
+  }
 }
 
 variable "runtime" {
@@ -162,12 +211,28 @@ variable "logs_kms_key_arn" {
   description = "KMS key to encrypt the log group with, or null for CloudWatch Logs' default encryption. Its key policy must allow logs.<region>.amazonaws.com."
   type        = string
   default     = null
+
+  validation {
+    condition     = var.logs_kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.logs_kms_key_arn))
+    error_message = "logs_kms_key_arn must be a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<id>); CloudWatch Logs does not accept aliases."
+  }
 }
 
 variable "environment_kms_key_arn" {
   description = "KMS key to encrypt the function's environment variables with, or null for the Lambda-managed key."
   type        = string
   default     = null
+}
+
+variable "code_signing_config_arn" {
+  description = "ARN of a Lambda code signing configuration, or null. With one, Lambda refuses a package not signed by its AWS Signer profiles: sign the zip (e.g. upload it to S3 and run a Signer job) before pointing `package` at it."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.code_signing_config_arn == null ? true : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:code-signing-config:csc-[a-z0-9]{17}$", var.code_signing_config_arn))
+    error_message = "code_signing_config_arn must be a Lambda code signing configuration ARN (arn:<partition>:lambda:<region>:<account>:code-signing-config:csc-<17 characters>)."
+  }
 }
 
 variable "log_level" {

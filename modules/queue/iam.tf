@@ -1,9 +1,12 @@
 locals {
-  queue_arns = {
-    source    = aws_sqs_queue.source.arn
-    dlq       = aws_sqs_queue.dlq.arn
-    exhausted = aws_sqs_queue.exhausted.arn
-  }
+  queue_arns = merge(
+    {
+      source    = aws_sqs_queue.source.arn
+      dlq       = aws_sqs_queue.dlq.arn
+      exhausted = aws_sqs_queue.exhausted.arn
+    },
+    var.fifo ? { schedule_dlq = aws_sqs_queue.schedule_dlq[0].arn } : {},
+  )
 }
 
 # Concern: transport security. Every queue refuses requests that are not made over TLS.

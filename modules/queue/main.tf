@@ -1,6 +1,20 @@
 locals {
   suffix = var.fifo ? ".fifo" : ""
 
+  # The largest maximum message size SQS allows since 2025 is 1 MiB; hashicorp/aws 5.x accepts at most
+  # 256 KiB (6.8 and later accept 1 MiB). A source queue above 256 KiB proves the provider takes more.
+  sqs_max_message_size       = 1048576
+  provider_5x_max_size       = 262144
+  exhausted_size_ceiling     = max(var.max_message_size, coalesce(var.exhausted_max_message_size, 0)) > local.provider_5x_max_size ? local.sqs_max_message_size : local.provider_5x_max_size
+  exhausted_max_message_size = coalesce(var.exhausted_max_message_size, local.exhausted_size_ceiling)
+  # ---------------------------------------------------------------------------------------------
+  # PROVISIONAL (until engineer A2 states the size relationship the consumer's terminal forms need):
+  # the retry-exhausted queue must take a message this much larger than the source queue's largest,
+  # so a terminal envelope (outcome, reason, error, history) around a body at the source's limit fits.
+  exhausted_size_margin = 65536
+  # ---------------------------------------------------------------------------------------------
+  exhausted_size_wanted = min(var.max_message_size + local.exhausted_size_margin, local.exhausted_size_ceiling)
+
   # Settings every queue of the set shares: encryption, size, FIFO-ness.
   encryption = {
     sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
@@ -30,9 +44,17 @@ resource "aws_sqs_queue" "source" {
   })
 
   tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.max_receive_count >= 5 || var.allow_max_receive_count_below_5
+      error_message = "max_receive_count is ${var.max_receive_count}; it should be at least 5. AWS Lambda's guidance for SQS event sources: set the source queue's maxReceiveCount to at least 5, which improves the chances of messages being processed before reaching the DLQ (a throttled or failed batch is received again; every receive counts). A lower value moves messages to the DLQ sooner, e.g. after one bad deploy. To accept that trade-off, set allow_max_receive_count_below_5 = true."
+    }
+  }
 }
 
-# Native dead-letter queue of the source queue, and the dead-letter target of retry schedules.
+# Native dead-letter queue of the source queue (SQS requires it to be FIFO for a FIFO source), and
+# for a standard source also the dead-letter target of retry schedules.
 resource "aws_sqs_queue" "dlq" {
   name                        = "${var.name}-dlq${local.suffix}"
   fifo_queue                  = var.fifo ? true : null
@@ -65,20 +87,44 @@ resource "aws_sqs_queue_redrive_allow_policy" "dlq" {
   })
 }
 
-# Where the consumer puts messages it gives up on (exhausted, non-retryable, invalid envelope, too large),
-# each an envelope saying why.
-resource "aws_sqs_queue" "exhausted" {
-  name                        = "${var.name}-exhausted${local.suffix}"
-  fifo_queue                  = var.fifo ? true : null
-  content_based_deduplication = var.fifo ? var.content_based_deduplication : null
-  message_retention_seconds   = var.exhausted_message_retention_seconds
-  max_message_size            = var.max_message_size
+# For a FIFO source: the dead-letter target of retry schedules. EventBridge Scheduler takes only
+# standard queues as a schedule's dead-letter queue, so the FIFO DLQ above cannot be it. A dead-letter
+# event carries the schedule's input (an envelope), hence the exhausted queue's size.
+resource "aws_sqs_queue" "schedule_dlq" {
+  count = var.fifo ? 1 : 0
+
+  name                      = "${var.name}-schedule-dlq"
+  message_retention_seconds = var.dlq_message_retention_seconds
+  max_message_size          = local.exhausted_max_message_size
 
   sqs_managed_sse_enabled           = local.encryption.sqs_managed_sse_enabled
   kms_master_key_id                 = local.encryption.kms_master_key_id
   kms_data_key_reuse_period_seconds = local.encryption.kms_data_key_reuse_period_seconds
 
   tags = var.tags
+}
+
+# Where the consumer puts messages it gives up on (exhausted, non-retryable, invalid envelope, too large),
+# each an envelope saying why. Larger than the source queue, so the reason fits around any body.
+resource "aws_sqs_queue" "exhausted" {
+  name                        = "${var.name}-exhausted${local.suffix}"
+  fifo_queue                  = var.fifo ? true : null
+  content_based_deduplication = var.fifo ? var.content_based_deduplication : null
+  message_retention_seconds   = var.exhausted_message_retention_seconds
+  max_message_size            = local.exhausted_max_message_size
+
+  sqs_managed_sse_enabled           = local.encryption.sqs_managed_sse_enabled
+  kms_master_key_id                 = local.encryption.kms_master_key_id
+  kms_data_key_reuse_period_seconds = local.encryption.kms_data_key_reuse_period_seconds
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = local.exhausted_max_message_size >= local.exhausted_size_wanted
+      error_message = "exhausted_max_message_size (${local.exhausted_max_message_size}) must be at least ${local.exhausted_size_wanted} bytes: max_message_size (${var.max_message_size}) plus ${local.exhausted_size_margin} for the reason a terminal message carries, up to ${local.exhausted_size_ceiling} (the largest size hashicorp/aws ${local.exhausted_size_ceiling > local.provider_5x_max_size ? ">= 6.8" : "5.x"} accepts). Raise exhausted_max_message_size (SQS allows up to 1048576 with hashicorp/aws >= 6.8), or lower max_message_size."
+    }
+  }
 }
 
 resource "aws_sqs_queue_policy" "source" {
@@ -89,6 +135,13 @@ resource "aws_sqs_queue_policy" "source" {
 resource "aws_sqs_queue_policy" "dlq" {
   queue_url = aws_sqs_queue.dlq.url
   policy    = data.aws_iam_policy_document.tls_only["dlq"].json
+}
+
+resource "aws_sqs_queue_policy" "schedule_dlq" {
+  count = var.fifo ? 1 : 0
+
+  queue_url = aws_sqs_queue.schedule_dlq[0].url
+  policy    = data.aws_iam_policy_document.tls_only["schedule_dlq"].json
 }
 
 resource "aws_sqs_queue_policy" "exhausted" {

@@ -1,5 +1,5 @@
 variable "name" {
-  description = "Base name. The queues are `<name>`, `<name>-dlq` and `<name>-exhausted` (each with `.fifo` appended for FIFO queues)."
+  description = "Base name. The queues are `<name>`, `<name>-dlq` and `<name>-exhausted` (each with `.fifo` appended for FIFO queues), and for FIFO queues the standard `<name>-schedule-dlq`."
   type        = string
 
   validation {
@@ -10,16 +10,16 @@ variable "name" {
 }
 
 variable "fifo" {
-  description = "Create FIFO queues (source, DLQ and exhausted queue alike). FIFO queues have no per-message delay, so retries go through the Scheduler."
+  description = "Create FIFO queues (source, DLQ and exhausted queue alike; SQS requires a FIFO source's DLQ to be FIFO). FIFO queues have no per-message delay, so retries are in place or go through the Scheduler, and the Scheduler takes only standard dead-letter queues: a standard `<name>-schedule-dlq` is created for the retry schedules."
   type        = bool
   default     = false
   nullable    = false
 }
 
 variable "content_based_deduplication" {
-  description = "FIFO only: deduplicate by a SHA-256 of the body instead of requiring a MessageDeduplicationId."
+  description = "FIFO only: deduplicate by a SHA-256 of the body when a sender gives no MessageDeduplicationId. Keep it on when retries go through EventBridge Scheduler: a Scheduler SQS target can pass only a MessageGroupId, and AWS requires content-based deduplication on a FIFO target queue. Senders that pass their own MessageDeduplicationId are unaffected."
   type        = bool
-  default     = false
+  default     = true
   nullable    = false
 }
 
@@ -72,7 +72,7 @@ variable "exhausted_message_retention_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives of one message before SQS moves it to the DLQ (the native redrive that catches records whose retry could not be recorded)."
+  description = "Receives of one message before SQS moves it to the DLQ (the native redrive that catches records whose retry could not be recorded). At least 5, as AWS Lambda advises for SQS event sources, unless allow_max_receive_count_below_5."
   type        = number
   default     = 5
   nullable    = false
@@ -83,15 +83,33 @@ variable "max_receive_count" {
   }
 }
 
+variable "allow_max_receive_count_below_5" {
+  description = "Accept a max_receive_count below 5, against AWS Lambda's guidance: messages reach the DLQ after fewer receives, e.g. during one throttling spell or a bad deploy."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 variable "max_message_size" {
-  description = "Maximum message size in bytes of all three queues. The consumer refuses to grow a retry envelope past it."
+  description = "Maximum message size in bytes of the source queue and its DLQ. The consumer refuses to grow a retry envelope past it. SQS allows up to 1048576 (1 MiB); hashicorp/aws 5.x accepts at most 262144 (6.8 and later, 1048576)."
   type        = number
   default     = 262144
   nullable    = false
 
   validation {
-    condition     = floor(var.max_message_size) == var.max_message_size && var.max_message_size >= 1024 && var.max_message_size <= 262144
-    error_message = "max_message_size must be a whole number of bytes from 1024 to 262144."
+    condition     = floor(var.max_message_size) == var.max_message_size && var.max_message_size >= 1024 && var.max_message_size <= 1048576
+    error_message = "max_message_size must be a whole number of bytes from 1024 to 1048576 (1 MiB, SQS's limit; hashicorp/aws 5.x stops at 262144)."
+  }
+}
+
+variable "exhausted_max_message_size" {
+  description = "Maximum message size in bytes of the retry-exhausted queue (and the schedule DLQ). null: as large as SQS and the provider allow, i.e. 262144 (hashicorp/aws 5.x) or, when max_message_size is already above that, 1048576. It must exceed max_message_size by a margin for the reason a terminal message carries, where the limit allows."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.exhausted_max_message_size == null ? true : floor(var.exhausted_max_message_size) == var.exhausted_max_message_size && var.exhausted_max_message_size >= 1024 && var.exhausted_max_message_size <= 1048576
+    error_message = "exhausted_max_message_size must be null or a whole number of bytes from 1024 to 1048576."
   }
 }
 

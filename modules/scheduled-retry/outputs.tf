@@ -28,6 +28,21 @@ output "dlq_name" {
   value       = module.queue.dlq_name
 }
 
+output "schedule_dlq_arn" {
+  description = "ARN of the retry schedules' dead-letter queue: standard, as EventBridge Scheduler requires (the DLQ for a standard source, `<name>-schedule-dlq` for a FIFO one)."
+  value       = module.queue.schedule_dlq_arn
+}
+
+output "schedule_dlq_url" {
+  description = "URL of the retry schedules' dead-letter queue."
+  value       = module.queue.schedule_dlq_url
+}
+
+output "schedule_dlq_name" {
+  description = "Name of the retry schedules' dead-letter queue (alarm on it: the monitoring module's queues.schedule_dlq)."
+  value       = module.queue.schedule_dlq_name
+}
+
 output "exhausted_queue_url" {
   description = "URL of the retry-exhausted queue (envelopes that say why they were given up)."
   value       = module.queue.exhausted_queue_url
@@ -79,6 +94,26 @@ output "scheduler_role_arn" {
 }
 
 output "retry_policy_json" {
-  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY."
-  value       = local.policy_json
+  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY (the fields given, nulls dropped)."
+  value       = module.policy.policy_json
+}
+
+output "transport" {
+  description = "How retries travel: the policy's transport, or for FIFO visibility (ordered) / scheduler (unordered)."
+  value       = module.policy.transport
+}
+
+output "max_total_wait_seconds" {
+  description = "Upper bound of the waits between a message's first failure and its last attempt (modules/retry-policy explains the bound)."
+  value       = module.policy.max_total_wait_seconds
+}
+
+output "consumer_permissions" {
+  description = "What the consumer's role may do ({sid, actions, resources} per statement), for review."
+  value       = module.consumer.role_permissions
+}
+
+output "scheduler_permissions" {
+  description = "What the retry schedules' role may do ({sid, actions, resources} per statement), or [] without a Scheduler."
+  value       = local.needs_scheduler ? module.scheduler[0].role_permissions : []
 }

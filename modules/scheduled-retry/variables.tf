@@ -31,152 +31,15 @@ variable "handler" {
 
 variable "retry_policy" {
   description = <<-EOT
-    The retry policy (DESIGN section 3): budgets, a default backoff, and rules matched by error class
-    name, HTTP status or message regex (first match wins). Unset top-level fields take the Python
-    defaults; a rule's backoff inherits every field it does not set from the policy's backoff.
+    The retry policy (DESIGN section 3) as an HCL object or `jsondecode(file("policy.json"))`: budgets, a
+    default backoff, and rules matched by error class name, HTTP status or RE2 message regex (first match
+    wins). Unset (or null) fields take the Python defaults; a rule's backoff inherits every field it
+    leaves unset from the policy's. Checked at plan time by modules/retry-policy: an unknown field at any
+    level is an error naming it (taken as `any`, not a typed object, which would silently drop it).
   EOT
-  type = object({
-    max_attempts    = optional(number, 5)
-    max_age_seconds = optional(number)
-    backoff = optional(object({
-      strategy     = optional(string, "exponential")
-      base_seconds = optional(number, 10)
-      multiplier   = optional(number, 2)
-      max_seconds  = optional(number, 3600)
-      jitter       = optional(string, "none")
-    }), {})
-    rules = optional(list(object({
-      errors        = optional(list(string))
-      http_status   = optional(list(number))
-      message_regex = optional(string)
-      retry         = optional(bool)
-      max_attempts  = optional(number)
-      backoff = optional(object({
-        strategy     = optional(string)
-        base_seconds = optional(number)
-        multiplier   = optional(number)
-        max_seconds  = optional(number)
-        jitter       = optional(string)
-      }))
-      honor_retry_after = optional(bool)
-    })), [])
-    unmatched         = optional(string, "retry")
-    transport         = optional(string, "auto")
-    honor_retry_after = optional(bool, true)
-  })
-  default  = {}
-  nullable = false
-
-  validation {
-    condition     = floor(var.retry_policy.max_attempts) == var.retry_policy.max_attempts && var.retry_policy.max_attempts >= 1 && var.retry_policy.max_attempts <= 10000
-    error_message = "retry_policy.max_attempts must be a whole number from 1 to 10000, got ${var.retry_policy.max_attempts}."
-  }
-
-  validation {
-    condition     = var.retry_policy.max_age_seconds == null ? true : floor(var.retry_policy.max_age_seconds) == var.retry_policy.max_age_seconds && var.retry_policy.max_age_seconds >= 1
-    error_message = "retry_policy.max_age_seconds must be null (no age limit) or a whole number of seconds >= 1."
-  }
-
-  validation {
-    condition     = contains(["fixed", "linear", "exponential"], var.retry_policy.backoff.strategy)
-    error_message = "retry_policy.backoff.strategy must be one of fixed, linear, exponential, got \"${var.retry_policy.backoff.strategy}\"."
-  }
-
-  validation {
-    condition     = contains(["none", "full", "equal", "decorrelated"], var.retry_policy.backoff.jitter)
-    error_message = "retry_policy.backoff.jitter must be one of none, full, equal, decorrelated, got \"${var.retry_policy.backoff.jitter}\"."
-  }
-
-  validation {
-    # A year bounds every delay: longer is a mistake, and the Scheduler's at() must stay computable.
-    condition     = var.retry_policy.backoff.base_seconds >= 0 && var.retry_policy.backoff.base_seconds <= 31536000 && var.retry_policy.backoff.max_seconds >= 0 && var.retry_policy.backoff.max_seconds <= 31536000
-    error_message = "retry_policy.backoff.base_seconds and max_seconds must be from 0 to 31536000 seconds (one year)."
-  }
-
-  validation {
-    condition     = var.retry_policy.backoff.multiplier >= 1
-    error_message = "retry_policy.backoff.multiplier must be >= 1, got ${var.retry_policy.backoff.multiplier}."
-  }
-
-  validation {
-    condition     = var.retry_policy.backoff.max_seconds >= var.retry_policy.backoff.base_seconds
-    error_message = "retry_policy.backoff.max_seconds (${var.retry_policy.backoff.max_seconds}) must be >= base_seconds (${var.retry_policy.backoff.base_seconds}): it caps every delay."
-  }
-
-  validation {
-    condition     = contains(["retry", "dead-letter"], var.retry_policy.unmatched)
-    error_message = "retry_policy.unmatched must be \"retry\" or \"dead-letter\", got \"${var.retry_policy.unmatched}\"."
-  }
-
-  validation {
-    condition     = contains(["auto", "sqs-delay", "scheduler", "visibility"], var.retry_policy.transport)
-    error_message = "retry_policy.transport must be one of auto, sqs-delay, scheduler, visibility, got \"${var.retry_policy.transport}\"."
-  }
-
-  validation {
-    condition = alltrue([
-      for r in var.retry_policy.rules :
-      length((r.errors == null ? [] : r.errors)) + length((r.http_status == null ? [] : r.http_status)) > 0 || r.message_regex != null
-    ])
-    error_message = "Every retry_policy rule needs at least one of errors, http_status, message_regex (offending: ${join(", ", [for i, r in var.retry_policy.rules : "rules[${i}]" if length((r.errors == null ? [] : r.errors)) + length((r.http_status == null ? [] : r.http_status)) == 0 && r.message_regex == null])})."
-  }
-
-  validation {
-    condition = alltrue(flatten([
-      for r in var.retry_policy.rules : [for e in(r.errors == null ? [] : r.errors) : can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$", e))]
-    ]))
-    error_message = "retry_policy.rules[*].errors must hold exception class names such as \"TimeoutError\" or \"mypkg.errors.Throttled\" (offending: ${join(", ", flatten([for i, r in var.retry_policy.rules : [for j, e in(r.errors == null ? [] : r.errors) : "rules[${i}].errors[${j}] = \"${e}\"" if !can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$", e))]]))})."
-  }
-
-  validation {
-    condition = alltrue(flatten([
-      for r in var.retry_policy.rules : [for s in(r.http_status == null ? [] : r.http_status) : floor(s) == s && s >= 100 && s <= 599]
-    ]))
-    error_message = "retry_policy.rules[*].http_status must hold HTTP status codes from 100 to 599 (offending: ${join(", ", flatten([for i, r in var.retry_policy.rules : [for j, s in(r.http_status == null ? [] : r.http_status) : "rules[${i}].http_status[${j}] = ${s}" if !(floor(s) == s && s >= 100 && s <= 599)]]))})."
-  }
-
-  validation {
-    condition     = alltrue([for r in var.retry_policy.rules : r.message_regex != ""])
-    error_message = "retry_policy.rules[*].message_regex must not be empty (leave it unset instead); Python compiles it at cold start."
-  }
-
-  validation {
-    condition     = alltrue([for r in var.retry_policy.rules : r.max_attempts == null ? true : floor(r.max_attempts) == r.max_attempts && r.max_attempts >= 1 && r.max_attempts <= 10000])
-    error_message = "retry_policy.rules[*].max_attempts must be a whole number from 1 to 10000 (offending: ${join(", ", [for i, r in var.retry_policy.rules : "rules[${i}]" if(r.max_attempts == null ? false : !(floor(r.max_attempts) == r.max_attempts && r.max_attempts >= 1 && r.max_attempts <= 10000))])})."
-  }
-
-  validation {
-    condition     = alltrue([for r in var.retry_policy.rules : try(r.backoff.strategy, null) == null ? true : contains(["fixed", "linear", "exponential"], r.backoff.strategy)])
-    error_message = "retry_policy.rules[*].backoff.strategy must be one of fixed, linear, exponential (offending: ${join(", ", [for i, r in var.retry_policy.rules : "rules[${i}]" if(try(r.backoff.strategy, null) == null ? false : !contains(["fixed", "linear", "exponential"], r.backoff.strategy))])})."
-  }
-
-  validation {
-    condition     = alltrue([for r in var.retry_policy.rules : try(r.backoff.jitter, null) == null ? true : contains(["none", "full", "equal", "decorrelated"], r.backoff.jitter)])
-    error_message = "retry_policy.rules[*].backoff.jitter must be one of none, full, equal, decorrelated (offending: ${join(", ", [for i, r in var.retry_policy.rules : "rules[${i}]" if(try(r.backoff.jitter, null) == null ? false : !contains(["none", "full", "equal", "decorrelated"], r.backoff.jitter))])})."
-  }
-
-  validation {
-    condition = alltrue([
-      for r in var.retry_policy.rules : r.backoff == null ? true : alltrue([
-        for v in [r.backoff.base_seconds, r.backoff.max_seconds] : v == null ? true : v >= 0 && v <= 31536000
-      ])
-    ])
-    error_message = "retry_policy.rules[*].backoff.base_seconds and max_seconds must be from 0 to 31536000 seconds (one year)."
-  }
-
-  validation {
-    condition     = alltrue([for r in var.retry_policy.rules : try(r.backoff.multiplier, null) == null ? true : r.backoff.multiplier >= 1])
-    error_message = "retry_policy.rules[*].backoff.multiplier must be >= 1."
-  }
-
-  validation {
-    # A rule's backoff inherits unset fields from the policy's, so compare the effective values.
-    condition = alltrue([
-      for r in var.retry_policy.rules :
-      coalesce(try(r.backoff.max_seconds, null), var.retry_policy.backoff.max_seconds) >= coalesce(try(r.backoff.base_seconds, null), var.retry_policy.backoff.base_seconds)
-    ])
-    error_message = "retry_policy.rules[*].backoff: the cap (max_seconds, inherited from the policy's backoff when unset) must be >= base_seconds (offending: ${join(", ", [for i, r in var.retry_policy.rules : "rules[${i}]" if coalesce(try(r.backoff.max_seconds, null), var.retry_policy.backoff.max_seconds) < coalesce(try(r.backoff.base_seconds, null), var.retry_policy.backoff.base_seconds)])})."
-  }
+  type        = any
+  default     = {}
+  nullable    = false
 }
 
 variable "timeout" {
@@ -213,10 +76,35 @@ variable "maximum_concurrency" {
 }
 
 variable "fifo" {
-  description = "Use FIFO queues; retries then always go through the Scheduler (FIFO queues have no per-message delay)."
+  description = "Use FIFO queues. A FIFO source gets content-based deduplication (producers send a MessageGroupId; a MessageDeduplicationId is optional) and a standard `<name>-schedule-dlq` for the retry schedules. FIFO queues have no per-message delay: retries stay in place (fifo_order = ordered) or go through the Scheduler (unordered)."
   type        = bool
   default     = false
   nullable    = false
+}
+
+variable "fifo_order" {
+  description = "FIFO only. `ordered`: a failed message is retried in place with the visibility timeout, and the later messages of its group wait (other groups go on). `unordered`: the retry leaves its group through the Scheduler and the rest of the group overtakes it. Wired as SERVERLESS_RETRY_FIFO_ORDER."
+  type        = string
+  default     = "ordered"
+  nullable    = false
+
+  validation {
+    condition     = contains(["ordered", "unordered"], var.fifo_order)
+    error_message = "fifo_order must be \"ordered\" (retry in place, the message group waits) or \"unordered\" (the retry leaves its group through the Scheduler), got \"${var.fifo_order}\"."
+  }
+}
+
+variable "max_message_size" {
+  description = "Maximum message size of the source queue and its DLQ in bytes (the consumer's envelope size guard). SQS allows up to 1048576; hashicorp/aws 5.x accepts at most 262144."
+  type        = number
+  default     = 262144
+  nullable    = false
+}
+
+variable "exhausted_max_message_size" {
+  description = "Maximum message size of the retry-exhausted queue in bytes, or null for as large as SQS and the provider allow. It must exceed max_message_size by a margin (so a terminal message's reason fits around any body) where the limit allows."
+  type        = number
+  default     = null
 }
 
 variable "message_retention_seconds" {
@@ -227,9 +115,15 @@ variable "message_retention_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives before SQS moves a message to the DLQ."
+  description = "Receives before SQS moves a message to the DLQ: at least 5 (AWS Lambda's guidance), and above the policy's largest max_attempts when retries stay in place (visibility transport, FIFO ordered). null: 5, or the policy's largest max_attempts + 1 when retries stay in place."
   type        = number
-  default     = 5
+  default     = null
+}
+
+variable "allow_max_receive_count_below_5" {
+  description = "Accept a max_receive_count below 5, against AWS Lambda's guidance (messages reach the DLQ after fewer receives)."
+  type        = bool
+  default     = false
   nullable    = false
 }
 
@@ -278,6 +172,24 @@ variable "log_retention_days" {
   type        = number
   default     = 30
   nullable    = false
+}
+
+variable "logs_kms_key_arn" {
+  description = "KMS key to encrypt the consumer's log group with (checkov CKV_AWS_158), or null for CloudWatch Logs' default encryption. Its key policy must allow logs.<region>.amazonaws.com."
+  type        = string
+  default     = null
+}
+
+variable "environment_kms_key_arn" {
+  description = "KMS key to encrypt the consumer's environment variables with, or null for the Lambda-managed key."
+  type        = string
+  default     = null
+}
+
+variable "code_signing_config_arn" {
+  description = "Lambda code signing configuration of the consumer, or null. With one, Lambda accepts only a package signed by its AWS Signer profiles."
+  type        = string
+  default     = null
 }
 
 variable "log_level" {

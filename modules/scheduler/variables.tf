@@ -22,7 +22,7 @@ variable "target_queue_arns" {
 }
 
 variable "dead_letter_queue_arns" {
-  description = "SQS queues the Scheduler may dead-letter undeliverable schedules to (each schedule's DeadLetterConfig)."
+  description = "Standard SQS queues the Scheduler may dead-letter undeliverable schedules to (each schedule's DeadLetterConfig). EventBridge Scheduler does not support FIFO queues as dead-letter queues."
   type        = list(string)
   default     = []
   nullable    = false
@@ -30,6 +30,11 @@ variable "dead_letter_queue_arns" {
   validation {
     condition     = alltrue([for a in var.dead_letter_queue_arns : can(regex("^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]+$", a))])
     error_message = "Every dead_letter_queue_arns entry must be an SQS queue ARN (arn:<partition>:sqs:<region>:<account>:<name>)."
+  }
+
+  validation {
+    condition     = alltrue([for a in var.dead_letter_queue_arns : !endswith(a, ".fifo")])
+    error_message = "dead_letter_queue_arns must be standard queues: EventBridge Scheduler does not support a FIFO queue as a schedule's dead-letter queue (offending: ${join(", ", [for a in var.dead_letter_queue_arns : a if endswith(a, ".fifo")])}). For a FIFO source, use the queue module's standard <name>-schedule-dlq (its schedule_dlq_arn output)."
   }
 }
 

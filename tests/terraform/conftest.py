@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
 APPLY_TESTS = HERE / "test_example_apply.py"
 MODULES = (
+    "modules/retry-policy",
     "modules/queue",
     "modules/scheduler",
     "modules/consumer",

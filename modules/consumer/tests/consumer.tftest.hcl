@@ -63,18 +63,20 @@ run "function_wiring" {
 
   assert {
     condition = aws_lambda_function.this.environment[0].variables == tomap({
-      SERVERLESS_RETRY_PROCESSOR           = "orders.process:handle"
-      SERVERLESS_RETRY_POLICY              = "{\"max_attempts\":5}"
-      SERVERLESS_RETRY_QUEUE_URL           = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
-      SERVERLESS_RETRY_QUEUE_ARN           = "arn:aws:sqs:us-east-1:123456789012:orders"
-      SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
-      SERVERLESS_RETRY_DLQ_ARN             = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
-      SERVERLESS_RETRY_SCHEDULE_GROUP      = "orders-retries"
-      SERVERLESS_RETRY_SCHEDULER_ROLE_ARN  = "arn:aws:iam::123456789012:role/orders-retries-scheduler"
-      SERVERLESS_RETRY_MAX_MESSAGE_BYTES   = "262144"
-      POWERTOOLS_SERVICE_NAME              = "orders"
-      POWERTOOLS_METRICS_NAMESPACE         = "ServerlessRetry"
-      POWERTOOLS_LOG_LEVEL                 = "INFO"
+      SERVERLESS_RETRY_PROCESSOR                   = "orders.process:handle"
+      SERVERLESS_RETRY_POLICY                      = "{\"max_attempts\":5}"
+      SERVERLESS_RETRY_QUEUE_URL                   = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      SERVERLESS_RETRY_QUEUE_ARN                   = "arn:aws:sqs:us-east-1:123456789012:orders"
+      SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      SERVERLESS_RETRY_DLQ_ARN                     = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      SERVERLESS_RETRY_SCHEDULE_GROUP              = "orders-retries"
+      SERVERLESS_RETRY_SCHEDULER_ROLE_ARN          = "arn:aws:iam::123456789012:role/orders-retries-scheduler"
+      SERVERLESS_RETRY_MAX_MESSAGE_BYTES           = "262144"
+      SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES = "262144"
+      SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS     = "345600"
+      POWERTOOLS_SERVICE_NAME                      = "orders"
+      POWERTOOLS_METRICS_NAMESPACE                 = "ServerlessRetry"
+      POWERTOOLS_LOG_LEVEL                         = "INFO"
     })
     error_message = "Environment wiring differs from the shared contract: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
   }
@@ -193,7 +195,7 @@ run "role_is_exactly_design_section_6" {
       ])) == toset([
       "ConsumeSourceQueue | sqs:ChangeMessageVisibility,sqs:DeleteMessage,sqs:GetQueueAttributes,sqs:ReceiveMessage | arn:aws:sqs:us-east-1:123456789012:orders",
       "SendRetriesAndExhausted | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders,arn:aws:sqs:us-east-1:123456789012:orders-exhausted",
-      "ManageRetrySchedules | scheduler:CreateSchedule,scheduler:DeleteSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
+      "CreateRetrySchedules | scheduler:CreateSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:log-stream:*",
     ])
@@ -211,6 +213,15 @@ run "role_is_exactly_design_section_6" {
   assert {
     condition     = jsonencode(data.aws_iam_policy_document.trust.statement[0].principals) == jsonencode([{ identifiers = ["lambda.amazonaws.com"], type = "Service" }])
     error_message = "Only Lambda may assume the consumer role."
+  }
+
+  assert {
+    # The code never deletes a schedule: each deletes itself after it ran (ActionAfterCompletion).
+    condition = !anytrue(flatten([
+      for d in [data.aws_iam_policy_document.schedule, data.aws_iam_policy_document.consume, data.aws_iam_policy_document.send] :
+      [for s in d.statement : contains(s.actions, "scheduler:DeleteSchedule")]
+    ]))
+    error_message = "The consumer role must not hold scheduler:DeleteSchedule."
   }
 }
 
@@ -236,7 +247,8 @@ run "without_scheduler_no_scheduler_permissions" {
   command = plan
 
   variables {
-    scheduler = null
+    scheduler         = null
+    retry_policy_json = "{\"backoff\": {\"max_seconds\": 900}}"
   }
 
   assert {
@@ -312,6 +324,7 @@ run "fifo_queue_limits_the_batch" {
       url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
       visibility_timeout_seconds = 180
       dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
       exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
       exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
     }
@@ -396,4 +409,286 @@ run "package_must_exist" {
   }
 
   expect_failures = [var.package]
+}
+
+# --- FIFO sources, the policy's guards, and the plan-time environment size ----------------------
+
+run "fifo_ordered_wiring" {
+  command = plan
+
+  variables {
+    scheduler = null
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                       = true
+      max_receive_count          = 6
+    }
+  }
+
+  assert {
+    condition = alltrue([
+      aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_FIFO_ORDER"] == "ordered",
+      aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_DLQ_ARN"] == "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
+    ])
+    error_message = "A FIFO source gets its order mode and the standard schedule DLQ: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+
+  assert {
+    condition     = output.transport == "visibility" && !output.needs_scheduler
+    error_message = "FIFO ordered retries in place: no Scheduler needed."
+  }
+}
+
+run "standard_source_gets_no_fifo_order" {
+  command = plan
+
+  assert {
+    condition     = !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_FIFO_ORDER")
+    error_message = "SERVERLESS_RETRY_FIFO_ORDER is for FIFO sources only."
+  }
+}
+
+run "fifo_unordered_needs_the_scheduler" {
+  command = plan
+
+  variables {
+    fifo_order        = "unordered"
+    scheduler         = null
+    retry_policy_json = "{\"backoff\": {\"max_seconds\": 60}}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "scheduler_required_when_the_policy_can_schedule" {
+  command = plan
+
+  variables {
+    scheduler = null
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "schedules_need_a_standard_dead_letter_queue" {
+  command = plan
+
+  variables {
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+    }
+  }
+
+  expect_failures = [var.queue]
+}
+
+run "fifo_source_needs_a_fifo_dlq" {
+  command = plan
+
+  variables {
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                       = true
+    }
+  }
+
+  expect_failures = [var.queue]
+}
+
+run "sqs_hops_cannot_work_on_fifo" {
+  command = plan
+
+  variables {
+    fifo_order        = "unordered"
+    retry_policy_json = "{\"transport\": \"sqs-hops\"}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "fifo_ordered_refuses_a_transport_that_leaves_the_group" {
+  command = plan
+
+  variables {
+    retry_policy_json = "{\"transport\": \"scheduler\"}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "visibility_waits_must_end_before_the_retention" {
+  command = plan
+
+  variables {
+    # 19 retries of up to 12 h each: far beyond the default 4-day retention.
+    retry_policy_json = "{\"transport\": \"visibility\", \"max_attempts\": 20, \"backoff\": {\"max_seconds\": 43200}}"
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "visibility_waits_within_the_retention" {
+  command = plan
+
+  variables {
+    retry_policy_json = "{\"transport\": \"visibility\", \"max_attempts\": 5, \"backoff\": {\"max_seconds\": 3600}}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      message_retention_seconds  = 14551
+      max_receive_count          = 6
+    }
+  }
+
+  assert {
+    # 4 retries of up to 3600 s (Retry-After honoured) + 5 x 30 s of processing = 14550 s.
+    condition     = output.max_total_wait_seconds == 14400 && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "14551"
+    error_message = "The bound and the retention reach the plan and the function."
+  }
+}
+
+run "visibility_retention_one_second_short" {
+  command = plan
+
+  variables {
+    retry_policy_json = "{\"transport\": \"visibility\", \"max_attempts\": 5, \"backoff\": {\"max_seconds\": 3600}}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      message_retention_seconds  = 14550
+      max_receive_count          = 6
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "visibility_needs_more_receives_than_attempts" {
+  command = plan
+
+  variables {
+    retry_policy_json = "{\"transport\": \"visibility\", \"max_attempts\": 5, \"backoff\": {\"max_seconds\": 60}}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      max_receive_count          = 5
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "delivery_transports_need_no_receive_margin" {
+  command = plan
+
+  variables {
+    # sqs-delay re-enqueues a fresh copy each time: receives do not add up.
+    retry_policy_json = "{\"transport\": \"sqs-delay\", \"max_attempts\": 50}"
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      max_receive_count          = 5
+      message_retention_seconds  = 60
+    }
+  }
+
+  assert {
+    condition     = output.transport == "sqs-delay" && output.max_attempts == 50
+    error_message = "sqs-delay: no receive or retention guard applies."
+  }
+}
+
+run "environment_size_is_bounded_from_the_names" {
+  command = plan
+
+  variables {
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      name                       = "orders"
+      exhausted_queue_name       = "orders-exhausted"
+      schedule_dlq_name          = "orders-dlq"
+    }
+  }
+
+  assert {
+    # The URLs are bounded by the longer <region>.queue.<suffix> form (2 more characters than
+    # sqs.<region>.<suffix>) and the ARNs are exact: 2 x 2 bytes above the exact size.
+    condition     = output.environment_bytes == sum([for k, v in aws_lambda_function.this.environment[0].variables : length(k) + length(v)]) + 4
+    error_message = "Bound ${output.environment_bytes} vs exact ${sum([for k, v in aws_lambda_function.this.environment[0].variables : length(k) + length(v)])}"
+  }
+}
+
+run "environment_size_counts_utf8_bytes" {
+  command = plan
+
+  variables {
+    # 2000 two-byte characters: with the wiring under 4096 characters, but over 4096 bytes.
+    environment = { NOTE = join("", [for i in range(1000) : "éé"]) }
+  }
+
+  expect_failures = [aws_lambda_function.this]
 }

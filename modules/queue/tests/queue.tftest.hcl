@@ -104,8 +104,7 @@ run "fifo" {
   command = plan
 
   variables {
-    fifo                        = true
-    content_based_deduplication = true
+    fifo = true
   }
 
   assert {
@@ -114,9 +113,107 @@ run "fifo" {
   }
 
   assert {
-    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.fifo_queue == true && q.content_based_deduplication == true])
-    error_message = "All three queues are FIFO (a FIFO source needs a FIFO DLQ)."
+    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.fifo_queue == true])
+    error_message = "The source, its DLQ and the exhausted queue are FIFO (SQS requires a FIFO source's DLQ to be FIFO)."
   }
+
+  assert {
+    condition     = aws_sqs_queue.source.content_based_deduplication == true
+    error_message = "A FIFO source has content-based deduplication by default: a Scheduler SQS target can pass only a MessageGroupId."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.schedule_dlq[0].name == "orders-schedule-dlq" && aws_sqs_queue.schedule_dlq[0].fifo_queue != true && aws_sqs_queue.schedule_dlq[0].content_based_deduplication == null
+    error_message = "The schedules' dead-letter queue of a FIFO source is the standard <name>-schedule-dlq (the Scheduler takes no FIFO DLQ)."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.schedule_dlq[0].message_retention_seconds == 1209600 && aws_sqs_queue.schedule_dlq[0].sqs_managed_sse_enabled == true && aws_sqs_queue.schedule_dlq[0].tags == tomap({ team = "orders" })
+    error_message = "The schedule DLQ keeps 14 days, is encrypted and tagged like the others."
+  }
+
+  assert {
+    condition = alltrue([
+      data.aws_iam_policy_document.tls_only["schedule_dlq"].statement[0].effect == "Deny",
+      jsonencode(data.aws_iam_policy_document.tls_only["schedule_dlq"].statement[0].condition) == jsonencode([{ test = "Bool", values = ["false"], variable = "aws:SecureTransport" }]),
+      length(aws_sqs_queue_policy.schedule_dlq) == 1,
+    ])
+    error_message = "The schedule DLQ refuses insecure transport too."
+  }
+
+  assert {
+    condition     = output.schedule_dlq_name == "orders-schedule-dlq" && output.schedule_dlq_arn != output.dlq_arn
+    error_message = "The outputs name the standard schedule DLQ."
+  }
+}
+
+run "standard_source_schedules_dead_letter_to_its_dlq" {
+  command = plan
+
+  assert {
+    condition     = length(aws_sqs_queue.schedule_dlq) == 0 && output.schedule_dlq_arn == output.dlq_arn && output.schedule_dlq_name == "orders-dlq"
+    error_message = "A standard source's DLQ is standard: it is the schedules' dead-letter queue, no extra queue."
+  }
+
+  assert {
+    condition     = aws_sqs_queue.source.content_based_deduplication == null && aws_sqs_queue.source.fifo_queue == null
+    error_message = "Standard queues get no FIFO attributes (SQS rejects them)."
+  }
+}
+
+run "exhausted_queue_is_as_large_as_the_provider_allows" {
+  command = plan
+
+  variables {
+    max_message_size = 131072
+  }
+
+  assert {
+    condition     = aws_sqs_queue.exhausted.max_message_size == 262144 && aws_sqs_queue.source.max_message_size == 131072 && aws_sqs_queue.dlq.max_message_size == 131072
+    error_message = "The exhausted queue defaults to 256 KiB (hashicorp/aws 5.x's largest), the source and DLQ keep theirs."
+  }
+
+  assert {
+    condition     = output.exhausted_max_message_size == 262144 && output.max_message_size == 131072
+    error_message = "Both sizes are outputs (the consumer's environment)."
+  }
+}
+
+run "exhausted_queue_needs_room_for_the_reason" {
+  command = plan
+
+  variables {
+    max_message_size           = 131072
+    exhausted_max_message_size = 131072
+  }
+
+  expect_failures = [aws_sqs_queue.exhausted]
+}
+
+run "exhausted_margin_where_the_limit_allows" {
+  command = plan
+
+  variables {
+    # 256 KiB source: + 64 KiB would exceed what hashicorp/aws 5.x accepts, so 256 KiB is enough.
+    exhausted_max_message_size = 262144
+  }
+
+  assert {
+    condition     = aws_sqs_queue.exhausted.max_message_size == 262144
+    error_message = "At the provider's limit the margin cannot be had and is not asked for."
+  }
+}
+
+# Sizes above 262144 (SQS allows 1 MiB since 2025) cannot be planned here: hashicorp/aws 5.100.0
+# itself refuses them ("expected max_message_size to be in the range (1024 - 262144)"); 6.8 accepts them.
+run "max_message_size_up_to_sqs_limit" {
+  command = plan
+
+  variables {
+    max_message_size = 1048577
+  }
+
+  expect_failures = [var.max_message_size]
 }
 
 run "kms_key" {
@@ -146,6 +243,30 @@ run "dlq_must_outlive_its_source" {
   }
 
   expect_failures = [aws_sqs_queue.dlq]
+}
+
+run "max_receive_count_at_least_5" {
+  command = plan
+
+  variables {
+    max_receive_count = 3
+  }
+
+  expect_failures = [aws_sqs_queue.source]
+}
+
+run "max_receive_count_below_5_when_accepted" {
+  command = plan
+
+  variables {
+    max_receive_count               = 3
+    allow_max_receive_count_below_5 = true
+  }
+
+  assert {
+    condition     = jsondecode(aws_sqs_queue.source.redrive_policy).maxReceiveCount == 3
+    error_message = "The opt-out lets a lower count through."
+  }
 }
 
 run "max_receive_count_in_range" {

@@ -39,6 +39,15 @@ override_resource {
 }
 
 override_resource {
+  target          = module.queue.aws_sqs_queue.schedule_dlq[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-schedule-dlq"
+  }
+}
+
+override_resource {
   target          = module.scheduler[0].aws_iam_role.this
   override_during = plan
   values = {
@@ -53,24 +62,12 @@ variables {
   tags      = { team = "orders" }
 }
 
-run "default_policy_is_the_python_default" {
+run "policy_reaches_the_function_as_given" {
   command = plan
 
   assert {
-    condition = jsonencode(jsondecode(output.retry_policy_json)) == jsonencode({
-      max_attempts      = 5
-      backoff           = { strategy = "exponential", base_seconds = 10, multiplier = 2, max_seconds = 3600, jitter = "none" }
-      rules             = []
-      unmatched         = "retry"
-      transport         = "auto"
-      honor_retry_after = true
-    })
-    error_message = "Default policy rendered as ${output.retry_policy_json}"
-  }
-
-  assert {
-    condition     = module.consumer.environment["SERVERLESS_RETRY_POLICY"] == output.retry_policy_json
-    error_message = "The rendered policy is what the function receives."
+    condition     = output.retry_policy_json == "{}" && module.consumer.environment["SERVERLESS_RETRY_POLICY"] == "{}"
+    error_message = "The default policy is rendered as {} (the function applies the defaults): ${output.retry_policy_json}"
   }
 }
 
@@ -80,7 +77,7 @@ run "policy_rendered_without_unset_fields" {
   variables {
     retry_policy = {
       max_attempts    = 5
-      max_age_seconds = 86400
+      max_age_seconds = null
       backoff         = { strategy = "exponential", base_seconds = 10, max_seconds = 3600, jitter = "full" }
       rules = [
         { errors = ["ThrottlingError"], http_status = [429, 503], honor_retry_after = true, backoff = { strategy = "fixed", base_seconds = 60 } },
@@ -93,20 +90,17 @@ run "policy_rendered_without_unset_fields" {
   }
 
   assert {
-    condition = jsonencode(jsondecode(output.retry_policy_json)) == jsonencode({
-      max_attempts    = 5
-      max_age_seconds = 86400
-      backoff         = { strategy = "exponential", base_seconds = 10, multiplier = 2, max_seconds = 3600, jitter = "full" }
+    condition = jsondecode(output.retry_policy_json) == {
+      max_attempts = 5
+      backoff      = { strategy = "exponential", base_seconds = 10, max_seconds = 3600, jitter = "full" }
       rules = [
         { errors = ["ThrottlingError"], http_status = [429, 503], honor_retry_after = true, backoff = { strategy = "fixed", base_seconds = 60 } },
         { errors = ["TimeoutError", "ConnectionError"], max_attempts = 6, backoff = { strategy = "fixed", base_seconds = 30 } },
         { errors = ["ValidationError"], retry = false },
         { message_regex = "^quota exceeded", backoff = { jitter = "equal" } },
       ]
-      unmatched         = "dead-letter"
-      transport         = "auto"
-      honor_retry_after = true
-    })
+      unmatched = "dead-letter"
+    }
     error_message = "Policy rendered as ${output.retry_policy_json}"
   }
 }
@@ -131,6 +125,10 @@ run "composition_wiring" {
       module.consumer.environment["SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL"] == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted",
       module.consumer.environment["SERVERLESS_RETRY_SCHEDULE_GROUP"] == "orders-retries",
       module.consumer.environment["SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"] == "arn:aws:iam::123456789012:role/orders-retries-scheduler",
+      module.consumer.environment["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "262144",
+      module.consumer.environment["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"] == "262144",
+      module.consumer.environment["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "345600",
+      !contains(keys(module.consumer.environment), "SERVERLESS_RETRY_FIFO_ORDER"),
     ])
     error_message = "The consumer is wired to this module's queues and scheduler: ${jsonencode(module.consumer.environment)}"
   }
@@ -140,11 +138,44 @@ run "composition_wiring" {
       output.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
       output.queue_arn == "arn:aws:sqs:us-east-1:123456789012:orders",
       output.dlq_arn == "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
+      output.schedule_dlq_arn == "arn:aws:sqs:us-east-1:123456789012:orders-dlq",
       output.exhausted_queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted",
       output.schedule_group_name == "orders-retries",
       output.scheduler_role_arn == "arn:aws:iam::123456789012:role/orders-retries-scheduler",
     ])
     error_message = "Outputs are named per DESIGN section 6."
+  }
+}
+
+run "least_privilege_across_the_roles" {
+  command = plan
+
+  assert {
+    condition = toset([for p in output.consumer_permissions : "${p.sid} | ${join(",", p.actions)} | ${join(",", p.resources)}"]) == toset([
+      "ConsumeSourceQueue | sqs:ChangeMessageVisibility,sqs:DeleteMessage,sqs:GetQueueAttributes,sqs:ReceiveMessage | arn:aws:sqs:us-east-1:123456789012:orders",
+      "SendRetriesAndExhausted | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders,arn:aws:sqs:us-east-1:123456789012:orders-exhausted",
+      "CreateRetrySchedules | scheduler:CreateSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
+      "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
+      "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/mock-function:log-stream:*",
+    ])
+    error_message = "The consumer's permissions (no DeleteSchedule: each schedule deletes itself): ${jsonencode(output.consumer_permissions)}"
+  }
+
+  assert {
+    condition = toset([for p in output.scheduler_permissions : "${p.sid} | ${join(",", p.actions)} | ${join(",", p.resources)}"]) == toset([
+      "SendToTargetQueues | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders",
+      "SendToDeadLetterQueues | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders-dlq",
+    ])
+    error_message = "The scheduler role sends to the source queue and its dead-letter queue only: ${jsonencode(output.scheduler_permissions)}"
+  }
+}
+
+run "max_receive_count_default_for_delivery_transports" {
+  command = plan
+
+  assert {
+    condition     = module.queue.max_receive_count == 5 && output.transport == "auto"
+    error_message = "Retries that re-enqueue a fresh copy keep Lambda's 5."
   }
 }
 
@@ -158,6 +189,11 @@ run "no_scheduler_when_every_delay_fits_sqs" {
   assert {
     condition     = output.schedule_group_name == null && output.scheduler_role_arn == null && !contains(keys(module.consumer.environment), "SERVERLESS_RETRY_SCHEDULE_GROUP")
     error_message = "auto transport with every cap <= 900 s never schedules, so no scheduler is created or granted."
+  }
+
+  assert {
+    condition     = !anytrue([for p in output.consumer_permissions : anytrue([for a in p.actions : startswith(a, "scheduler:") || a == "iam:PassRole"])]) && output.scheduler_permissions == []
+    error_message = "Without a scheduler the consumer gets no scheduler permission: ${jsonencode(output.consumer_permissions)}"
   }
 }
 
@@ -177,159 +213,159 @@ run "scheduler_when_a_rule_cap_exceeds_sqs" {
   }
 }
 
-run "no_scheduler_for_forced_sqs_delay" {
+run "no_scheduler_for_forced_sqs_delay_or_hops" {
   command = plan
 
   variables {
-    retry_policy = { transport = "sqs-delay" }
+    retry_policy = { transport = "sqs-hops" }
   }
 
   assert {
-    condition     = output.schedule_group_name == null
-    error_message = "transport sqs-delay on a standard queue never schedules."
+    condition     = output.schedule_group_name == null && output.transport == "sqs-hops"
+    error_message = "sqs-hops never schedules: no schedule group, no scheduler role."
   }
 }
 
-run "fifo_queues_retry_through_the_scheduler" {
+run "fifo_ordered_retries_in_place" {
   command = plan
+
+  # FIFO names, as SQS gives them.
+  override_resource {
+    target          = module.queue.aws_sqs_queue.source
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+    }
+  }
+
+  override_resource {
+    target          = module.queue.aws_sqs_queue.dlq
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq.fifo"
+    }
+  }
+
+  override_resource {
+    target          = module.queue.aws_sqs_queue.exhausted
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+    }
+  }
+
+  variables {
+    fifo = true
+  }
+
+  assert {
+    condition     = output.queue_name == "orders.fifo" && output.dlq_name == "orders-dlq.fifo" && output.exhausted_queue_name == "orders-exhausted.fifo" && output.schedule_dlq_name == "orders-schedule-dlq"
+    error_message = "A FIFO set: FIFO source, DLQ and exhausted queue; a standard schedule DLQ."
+  }
+
+  assert {
+    condition = alltrue([
+      output.transport == "visibility",
+      output.schedule_group_name == null,
+      module.consumer.environment["SERVERLESS_RETRY_FIFO_ORDER"] == "ordered",
+      module.consumer.environment["SERVERLESS_RETRY_DLQ_ARN"] == "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
+      output.schedule_dlq_arn == "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
+    ])
+    error_message = "FIFO ordered retries in place (no Scheduler); schedules would dead-letter to the standard queue: ${jsonencode(module.consumer.environment)}"
+  }
+
+  assert {
+    condition     = module.queue.max_receive_count == 6
+    error_message = "Retried in place, each attempt is a receive: the default maxReceiveCount exceeds the largest budget (5)."
+  }
+}
+
+run "fifo_unordered_retries_through_the_scheduler" {
+  command = plan
+
+  # FIFO names, as SQS gives them.
+  override_resource {
+    target          = module.queue.aws_sqs_queue.source
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+    }
+  }
+
+  override_resource {
+    target          = module.queue.aws_sqs_queue.dlq
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq.fifo"
+    }
+  }
+
+  override_resource {
+    target          = module.queue.aws_sqs_queue.exhausted
+    override_during = plan
+    values = {
+      arn = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      url = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+    }
+  }
 
   variables {
     fifo         = true
+    fifo_order   = "unordered"
     retry_policy = { transport = "sqs-delay", backoff = { max_seconds = 60 } }
   }
 
   assert {
-    condition     = output.schedule_group_name == "orders-retries"
-    error_message = "A FIFO queue has no per-message delay, so even sqs-delay needs the Scheduler."
+    condition = alltrue([
+      output.schedule_group_name == "orders-retries",
+      module.consumer.environment["SERVERLESS_RETRY_FIFO_ORDER"] == "unordered",
+      toset([for p in output.scheduler_permissions : "${p.sid} | ${join(",", p.resources)}"]) == toset([
+        "SendToTargetQueues | arn:aws:sqs:us-east-1:123456789012:orders.fifo",
+        "SendToDeadLetterQueues | arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
+      ]),
+    ])
+    error_message = "A FIFO queue has no per-message delay: unordered retries go through the Scheduler, dead-lettering to the standard schedule DLQ."
   }
 }
 
-run "bad_strategy" {
+run "sizes_reach_the_queues_and_the_function" {
   command = plan
 
   variables {
-    retry_policy = { backoff = { strategy = "fibonacci" } }
+    max_message_size = 131072
   }
 
-  expect_failures = [var.retry_policy]
+  assert {
+    condition = alltrue([
+      module.consumer.environment["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "131072",
+      module.consumer.environment["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"] == "262144",
+    ])
+    error_message = "The exhausted queue is larger than the source, and the function knows both."
+  }
 }
 
-run "bad_jitter" {
+run "bad_fifo_order" {
   command = plan
 
   variables {
-    retry_policy = { backoff = { jitter = "some" } }
+    fifo       = true
+    fifo_order = "sorted"
   }
 
-  expect_failures = [var.retry_policy]
+  expect_failures = [var.fifo_order]
 }
 
-run "cap_below_base" {
+run "name_too_long_for_the_scheduler_role" {
   command = plan
 
   variables {
-    retry_policy = { backoff = { base_seconds = 600, max_seconds = 60 } }
+    name = "a-very-long-consumer-name-that-does-not-fit-iam"
   }
 
-  expect_failures = [var.retry_policy]
-}
-
-run "negative_seconds" {
-  command = plan
-
-  variables {
-    retry_policy = { backoff = { base_seconds = -1 } }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "zero_attempts" {
-  command = plan
-
-  variables {
-    retry_policy = { max_attempts = 0 }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "bad_transport" {
-  command = plan
-
-  variables {
-    retry_policy = { transport = "carrier-pigeon" }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "bad_unmatched" {
-  command = plan
-
-  variables {
-    retry_policy = { unmatched = "drop" }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_without_a_matcher" {
-  command = plan
-
-  variables {
-    retry_policy = { rules = [{ retry = false }] }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_with_a_bad_status" {
-  command = plan
-
-  variables {
-    retry_policy = { rules = [{ http_status = [429, 700] }] }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_with_a_bad_error_name" {
-  command = plan
-
-  variables {
-    retry_policy = { rules = [{ errors = ["Timeout Error"] }] }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_cap_below_inherited_base" {
-  command = plan
-
-  variables {
-    retry_policy = { backoff = { base_seconds = 120 }, rules = [{ errors = ["TimeoutError"], backoff = { max_seconds = 60 } }] }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_with_a_bad_strategy" {
-  command = plan
-
-  variables {
-    retry_policy = { rules = [{ errors = ["TimeoutError"], backoff = { strategy = "random" } }] }
-  }
-
-  expect_failures = [var.retry_policy]
-}
-
-run "rule_with_zero_attempts" {
-  command = plan
-
-  variables {
-    retry_policy = { rules = [{ errors = ["TimeoutError"], max_attempts = 0 }] }
-  }
-
-  expect_failures = [var.retry_policy]
+  expect_failures = [var.name]
 }

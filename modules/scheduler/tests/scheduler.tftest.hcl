@@ -124,3 +124,14 @@ run "target_must_be_a_queue_arn" {
 
   expect_failures = [var.target_queue_arns]
 }
+
+run "dead_letter_queue_must_be_standard" {
+  command = plan
+
+  variables {
+    target_queue_arns      = ["arn:aws:sqs:us-east-1:123456789012:orders.fifo"]
+    dead_letter_queue_arns = ["arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"]
+  }
+
+  expect_failures = [var.dead_letter_queue_arns]
+}

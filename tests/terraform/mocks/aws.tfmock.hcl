@@ -71,3 +71,10 @@ mock_resource "aws_cloudwatch_dashboard" {
     dashboard_arn = "arn:aws:cloudwatch::123456789012:dashboard/mock-dashboard"
   }
 }
+
+mock_data "aws_partition" {
+  defaults = {
+    partition  = "aws"
+    dns_suffix = "amazonaws.com"
+  }
+}

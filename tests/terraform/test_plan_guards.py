@@ -1,0 +1,163 @@
+"""What a user of modules/scheduled-retry sees when a plan refuses their configuration.
+
+`terraform test` can only expect failures of the module under test's own objects, not of the modules
+inside it, and says nothing about the message. These cases plan the composed module as a user would
+(one `terraform test` process, each failing case in a file of its own) and check the error: that it
+comes at plan time, even on a first apply when no queue URL or ARN is known yet (the mock provider
+here leaves them unknown, as AWS does), that it names what to change, and that it is reported once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.terraform.conftest import Workspace
+from tests.terraform.tftest_runs import RunResult, plan_cases
+
+MODULE = "modules/scheduled-retry"
+# No override_during = plan: every computed attribute (ARNs, URLs) is unknown at plan time, as on a
+# first apply. Data sources need well-formed values (policy JSON, region, partition).
+FIRST_APPLY = """
+mock_provider "aws" {
+  mock_data "aws_iam_policy_document" {
+    defaults = {
+      json = "{\\"Version\\":\\"2012-10-17\\",\\"Statement\\":[]}"
+    }
+  }
+  mock_data "aws_caller_identity" {
+    defaults = {
+      account_id = "123456789012"
+    }
+  }
+  mock_data "aws_region" {
+    defaults = {
+      name = "us-east-1"
+    }
+  }
+  mock_data "aws_partition" {
+    defaults = {
+      partition  = "aws"
+      dns_suffix = "amazonaws.com"
+    }
+  }
+}
+"""
+REQUIRED = {
+    "name": "orders",
+    "package": "../../tests/terraform/fixtures/empty.zip",
+    "processor": "orders.process:handle",
+}
+LONG_RULES = [
+    {
+        "errors": [f"mypkg.integrations.partner_{i}.errors.UpstreamTemporarilyUnavailableError"],
+        "max_attempts": 7,
+    }
+    for i in range(40)
+]
+
+# Each failing case costs a file of its own (`terraform test` skips the rest of a file after an
+# error) and each file loads the provider again, so the guards are exercised together: a plan reports
+# every failed precondition, each once.
+CASES: dict[str, dict[str, Any]] = {
+    "fits": {"retry_policy": {"rules": LONG_RULES[:10]}},
+    "fifo-defaults": {"fifo": True},
+    "fifo-unordered": {"fifo": True, "fifo_order": "unordered"},
+    "typo-in-a-rule": {
+        "retry_policy": {"rules": [{"errors": ["A"]}, {"errors": ["ValidationError"], "retyr": False}]}
+    },
+    "environment-over-4kb": {"retry_policy": {"rules": LONG_RULES}},
+    # The queue's own guards stop the plan before the consumer's (its resources depend on the queue).
+    "queue-guards": {
+        "max_receive_count": 3,
+        "max_message_size": 131072,
+        "exhausted_max_message_size": 131072,
+    },
+    "consumer-guards": {
+        # FIFO ordered retries in place; the policy asks for the Scheduler, waits up to 19 x 12 h (past
+        # 4 days of retention), and 5 receives are fewer than its 20 attempts.
+        "fifo": True,
+        "retry_policy": {"transport": "scheduler", "max_attempts": 20, "backoff": {"max_seconds": 43200}},
+        "max_receive_count": 5,
+    },
+}
+PASSING = ("fits", "fifo-defaults", "fifo-unordered")
+
+
+@pytest.fixture(scope="module")
+def plans(workspace: Workspace) -> dict[str, RunResult]:
+    return plan_cases(
+        workspace,
+        MODULE,
+        {name: {**REQUIRED, **variables} for name, variables in CASES.items()},
+        isolate=[name for name in CASES if name not in PASSING],
+        preamble=FIRST_APPLY,
+        directory="guard-tests",
+    )
+
+
+@pytest.mark.parametrize("name", PASSING)
+def test_valid_configurations_plan_on_a_first_apply(plans: dict[str, RunResult], name: str) -> None:
+    assert plans[name].passed, "\n".join(plans[name].errors)
+
+
+def _only_error(plans: dict[str, RunResult], name: str) -> str:
+    result = plans[name]
+    assert not result.passed, f"{name} planned"
+    assert len(result.errors) == 1, "expected one error, reported once:\n\n" + "\n\n".join(result.errors)
+    return result.errors[0]
+
+
+def test_a_typo_in_the_policy_is_named(plans: dict[str, RunResult]) -> None:
+    error = _only_error(plans, "typo-in-a-rule")
+    assert 'retry_policy.rules[1]: unknown field "retyr"' in error
+
+
+def test_the_environment_size_is_checked_before_the_urls_are_known(plans: dict[str, RunResult]) -> None:
+    error = _only_error(plans, "environment-over-4kb")
+    assert "Lambda allows 4096" in error
+    assert "Shorten the retry policy" in error
+
+
+GUARDS = {
+    "queue-guards": ("AWS Lambda's guidance for SQS event sources", "must be at least 196608"),
+    "consumer-guards": (
+        "not shorter than the source queue's retention",
+        "must exceed the policy's largest max_attempts",
+        "would take the retry out of its group",
+    ),
+}
+
+
+def _by_guard(plans: dict[str, RunResult], case: str) -> dict[str, str]:
+    """The errors of a many-faults plan, by the text that identifies each guard; each exactly once."""
+    result = plans[case]
+    assert not result.passed, f"{case} planned"
+    found: dict[str, str] = {}
+    for error in result.errors:
+        keys = [key for key in GUARDS[case] if key in error]
+        assert len(keys) == 1, f"an error of no (or several) expected guards:\n{error}"
+        assert keys[0] not in found, f"reported twice: {keys[0]}"
+        found[keys[0]] = error
+    assert set(found) == set(GUARDS[case]), "\n\n".join(result.errors)
+    return found
+
+
+def test_the_queue_guards_say_what_to_change(plans: dict[str, RunResult]) -> None:
+    receives, size = (_by_guard(plans, "queue-guards")[key] for key in GUARDS["queue-guards"])
+    assert "max_receive_count is 3" in receives
+    assert "allow_max_receive_count_below_5 = true" in receives
+    assert "exhausted_max_message_size (131072) must be at least 196608" in size
+    assert "Raise exhausted_max_message_size" in size
+
+
+def test_the_consumer_guards_say_what_to_change(plans: dict[str, RunResult]) -> None:
+    retention, receives, order = (
+        _by_guard(plans, "consumer-guards")[key] for key in GUARDS["consumer-guards"]
+    )
+    assert "retention (345600 s)" in retention
+    assert "Raise message_retention_seconds" in retention
+    assert "maxReceiveCount (5)" in receives
+    assert "Set max_receive_count to at least 21" in receives
+    assert 'fifo_order = "unordered"' in order
