@@ -60,6 +60,9 @@ cmd_package() {
   log "packaging dist/examples/scheduled-retry.zip"
   "$VENV/bin/python" scripts/build_package.py \
     --extra examples/scheduled-retry/src/orders_example --out dist/examples/scheduled-retry.zip
+  log "packaging dist/examples/native-retry.zip"
+  "$VENV/bin/python" scripts/build_package.py \
+    --extra examples/native-retry/src/native_orders --out dist/examples/native-retry.zip
 }
 
 cmd_test() {
