@@ -75,6 +75,6 @@ output "role_permissions" {
       data.aws_iam_policy_document.kms,
       data.aws_iam_policy_document.xray,
       data.aws_iam_policy_document.idempotency,
-    ] : [for s in d.statement : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
+    ] : [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
   ])
 }
