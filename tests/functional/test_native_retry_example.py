@@ -142,6 +142,8 @@ def test_the_fix_books_each_order_once_however_many_copies_arrive(dynamodb: Any,
         ("m-1c", True),
     ]
     assert {r["entry_id"] for r in accepted if r["order_id"] == "o-1"} == {entries["o-1"][0]["entry_id"]["S"]}
+    written = log_records(logs.getvalue(), "ledger entry written")
+    assert sorted((r["order_id"], r["message_id"]) for r in written) == [("o-1", "m-1"), ("o-2", "m-2")]
     keys = [item["id"]["S"] for item in dynamodb.scan(TableName=IDEMPOTENCY)["Items"]]
     assert len(keys) == 2
     assert all(k.startswith("order#") for k in keys)

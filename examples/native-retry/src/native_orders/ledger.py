@@ -15,10 +15,13 @@ from functools import cache
 from typing import Any, TypedDict
 
 import boto3
+from aws_lambda_powertools import Logger
 
 from native_orders.orders import Order
 
 __all__ = ["Booking", "Delivery", "book"]
+
+logger = Logger(child=True)  # the handler's logger: same service, level and JSON lines
 
 
 class Delivery(TypedDict):
@@ -59,6 +62,10 @@ def book(*, order: Order, delivery: Delivery) -> Booking:
         },
         # entry_id is fresh, so this only guards against overwriting, never against a second booking.
         ConditionExpression="attribute_not_exists(entry_id)",
+    )
+    logger.info(
+        "ledger entry written",
+        extra={"order_id": order["order_id"], "entry_id": entry_id, "message_id": delivery["message_id"]},
     )
     return Booking(
         order_id=order["order_id"],
