@@ -18,13 +18,16 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
         "demo",
-        help="run the scheduled-retry example end to end on the local AWS emulator",
-        description="Apply examples/scheduled-retry to a local emulator, send a mixed workload, run the "
+        help="run an example (scheduled-retry, or native-retry) end to end on the local AWS emulator",
+        description="Apply examples/<example> to a local emulator, send a mixed workload, run the "
         "local runtime until every message is final, account for each one, destroy.",
     )
-    demo.add_argument("--orders", type=int, default=100, help="number of orders to send (default 100)")
+    demo.add_argument("--orders", type=int, help="number of orders to send (default 100; native-retry 40)")
     demo.add_argument(
-        "--clock-scale", type=float, default=100.0, help="logical seconds per real second (default 100)"
+        "--clock-scale",
+        type=float,
+        help="logical seconds per real second (default 100; native-retry 6, so the fix lands well within its "
+        "orders' maxReceiveCount)",
     )
     demo.add_argument(
         "--function-timeout",
@@ -34,13 +37,22 @@ def register(subparsers: Any) -> None:
         "timeout is 6 x this in logical seconds)",
     )
     demo.add_argument(
-        "--deadline", type=float, default=150.0, help="real seconds to wait for every message (default 150)"
+        "--deadline",
+        type=float,
+        help="real seconds to wait for every message (default 150; native-retry 300)",
     )
     demo.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
     demo.add_argument("--work-dir", help="where logs, state and the accounting go (default: a temp dir)")
     demo.add_argument("--repo", help="the serverless-retry checkout (default: found from this package)")
     demo.add_argument(
         "--skip-destroy", dest="keep", action="store_true", help="do not run terraform destroy at the end"
+    )
+    demo.add_argument(
+        "example",
+        nargs="?",
+        default="scheduled-retry",
+        choices=tuple(_DEMO_DEFAULTS),
+        help="which example to run (default scheduled-retry)",
     )
     demo.set_defaults(func=_cmd_demo)
 
@@ -72,7 +84,21 @@ def register(subparsers: Any) -> None:
     local.set_defaults(func=_cmd_local)
 
 
+# Each example's own defaults for the options it leaves to the user.
+_DEMO_DEFAULTS: dict[str, dict[str, float]] = {
+    "scheduled-retry": {"orders": 100, "clock_scale": 100.0, "deadline": 150.0},
+    "native-retry": {"orders": 40, "clock_scale": 6.0, "deadline": 300.0},
+}
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    for name, value in _DEMO_DEFAULTS.get(args.example, _DEMO_DEFAULTS["scheduled-retry"]).items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    if args.example == "native-retry":
+        from serverless_retry_tools.local.native_demo import native_demo_main
+
+        return native_demo_main(args)
     from serverless_retry_tools.local.demo import demo_main
 
     return demo_main(args)
