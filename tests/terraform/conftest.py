@@ -34,7 +34,7 @@ MODULES = (
     "modules/scheduled-retry",
     "modules/monitoring",
 )
-EXAMPLES = ("examples/scheduled-retry",)
+EXAMPLES = ("examples/scheduled-retry", "examples/native-retry")
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")

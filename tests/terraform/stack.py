@@ -49,6 +49,7 @@ class StackSpec:
 
 STACKS: tuple[StackSpec, ...] = (
     StackSpec("scheduled-retry", "scheduled_retry_stack", "examples/scheduled-retry/src/orders_example", {"function_timeout": 30}),
+    StackSpec("native-retry", "native_retry_stack", "examples/native-retry/src/native_orders", {"function_timeout": 30, "release": "buggy"}, clock_scale=10.0),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 

@@ -68,7 +68,15 @@ from serverless_retry_tools.local.native_workload import (
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.terraform import Terraform, TerraformError, cli_environment
 
-__all__ = ["NativeOptions", "StoryResult", "report", "run_native_demo", "run_story"]
+__all__ = [
+    "NativeOptions",
+    "StoryResult",
+    "check_bookings",
+    "parse_bookings",
+    "report",
+    "run_native_demo",
+    "run_story",
+]
 
 EXAMPLE = "native-retry"
 _FAILED = "processing failed; retry"
@@ -413,12 +421,14 @@ def run_story(
     result.accounting = account(sent, finals, parse_log_lines(lines))
     result.bookings, result.writes = parse_bookings(lines)
     result.ledger = _ledger(dynamodb, layout.ledger_table)
-    _check_idempotency(result)
+    check_bookings(result)
     out(f"story done in {time.monotonic() - started:.0f} s; runtime: {runtime.stats['batches']} batches")
     return result
 
 
-def _check_idempotency(result: StoryResult) -> None:
+def check_bookings(result: StoryResult) -> None:
+    """Add a problem for anything but one ledger entry and one logged write per order, for the wrong
+    number of deliveries answered by idempotency, and for a delivery beyond maxReceiveCount."""
     problems = result.problems
     wrong = {k: v for k, v in result.ledger.items() if v != 1 or k not in result.orders}
     missing = sorted(result.orders - set(result.ledger))
