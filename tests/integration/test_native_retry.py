@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from serverless_retry_tools.local.native_demo import FIXED_HANDLER, StoryResult, run_story
 from serverless_retry_tools.local.native_workload import (
+    BACKLOG,
     CRASH_AFTER_WRITE,
     RESENT_LATER,
     SENT_TWICE,
@@ -171,9 +172,13 @@ def test_the_backlog_drains_after_the_fix_with_one_ledger_entry_per_order(story:
     # crashed deliveries.
     assert story.ledger == dict.fromkeys(sorted(story.orders), 1)
     assert story.writes == dict.fromkeys(sorted(story.orders), 1)
-    # The duplicate deliveries were answered by idempotency, one of each kind.
+    # The duplicate deliveries were answered by idempotency: the second copy of the order sent twice,
+    # the crashed order's redelivery, and whichever of the resent order's two copies came second
+    # (the copy is sent as soon as the fix is live, often before the original's next receive).
     assert story.expected_replays == 3
-    assert story.replays == {SENT_TWICE: 1, CRASH_AFTER_WRITE: 1, RESENT_LATER: 1}
+    assert story.replays[SENT_TWICE] == story.replays[CRASH_AFTER_WRITE] == 1
+    assert story.replays[RESENT_LATER] + story.replays[BACKLOG] == 1
+    assert sum(story.replays.values()) == 3
     (crashed,) = [f for f in story.accounting.fates if f.sent.label == CRASH_AFTER_WRITE]
     assert (crashed.attempts, crashed.transports) == (2, ("visibility",))
     assert not story.problems
