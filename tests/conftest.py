@@ -28,11 +28,22 @@ for _spec in STACKS:
     globals()[f"_{_spec.fixture}"] = _stack_fixture(_spec)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: only what will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the applies the selected tests need, and run those tests last (in their order), so
+    every other tier overlaps the ~90 s applies instead of waiting for them."""
+    stack_fixtures = {spec.fixture for spec in STACKS}
     wanted: set[str] = set()
+    late: list[pytest.Item] = []
     for item in items:
-        wanted.update(getattr(item, "fixturenames", ()))
-    REGISTRY.start_wanted(wanted)
+        names = set(getattr(item, "fixturenames", ()))
+        wanted.update(names)
+        if names & stack_fixtures:
+            late.append(item)
+    if not config.option.collectonly:
+        REGISTRY.start_wanted(wanted)
+    moved = set(late)
+    items[:] = [item for item in items if item not in moved] + late
 
 
 def pytest_sessionfinish() -> None:

@@ -237,8 +237,8 @@ def test_sqs_delay_and_visibility_are_logical(fast: Aws) -> None:
     sent_ms = int(got[0]["Attributes"]["SentTimestamp"])
     assert abs(sent_ms / 1000 - sent.timestamp()) < 10  # timestamps are logical too
     # A logical visibility timeout: 200 s hides the message for 2 real seconds.
+    hidden = clock.now()  # before the call: the emulator starts the 200 s while handling it
     sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"], VisibilityTimeout=200)
-    hidden = clock.now()
     again = fast.receive_all(url, wait=10, expect=1)
     assert len(again) == 1
     assert (clock.now() - hidden).total_seconds() >= 200

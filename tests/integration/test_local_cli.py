@@ -39,18 +39,17 @@ def test_ready_file_then_sigterm_drains_and_destroys(tmp_path: Path) -> None:
         info = json.loads(ready.read_text())
         assert info["endpoint"].startswith("http://127.0.0.1:")
         assert info["region"] == "us-east-1"
-        assert info["outputs"] == {"log_group_name": "/serverless-retry/ready-file-test"}
+        assert info["outputs"] == {"endpoint_seen_by_terraform": info["endpoint"]}
         assert info["clock"]["scale"] == 10
         assert info["pid"] == proc.pid
-        logs = boto3.client(
-            "logs",
+        sqs = boto3.client(
+            "sqs",
             endpoint_url=info["endpoint"],
             region_name=info["region"],
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         )
-        groups = logs.describe_log_groups(logGroupNamePrefix="/serverless-retry/")["logGroups"]
-        assert [g["logGroupName"] for g in groups] == ["/serverless-retry/ready-file-test"]
+        assert sqs.create_queue(QueueName="ready")["QueueUrl"].startswith(info["endpoint"])
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=180)
     finally:

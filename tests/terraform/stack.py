@@ -2,8 +2,8 @@
 
 Applying an example to the emulator takes ~90 s, nearly all of it the AWS provider's SQS attribute
 waiters sleeping. So each stack is applied once per pytest process, in a background thread started
-as soon as collection shows a test wants it (see ``tests/conftest.py``), while the CPU-bound tiers
-run; a test that needs the stack waits for it then. Both tiers get the same emulator and outputs:
+as soon as collection shows a test wants it (see ``tests/conftest.py``, which also runs the tests
+that use a stack last), while the other tiers run; a test that needs the stack waits for it then. Both tiers get the same emulator and outputs:
 the terraform tier checks what was created, the integration tier drives it with the local runtime
 (and restores whatever it changes).
 
@@ -98,9 +98,10 @@ class SharedStack:
         return self._applied
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._thread.join(900)
+        # Stopping the emulator first ends an apply still running (nobody is waiting for it).
         self._emulator.stop()
+        if self._thread is not None:
+            self._thread.join(120)
 
     def _package(self) -> Path:
         built = ROOT / "dist" / "examples" / f"{self.spec.name}.zip"

@@ -263,7 +263,8 @@ def run_demo(options: DemoOptions, stream: TextIO = sys.stdout) -> int:
     )
     with Emulator(log_path=work_dir / "emulator.log", clock_scale=options.clock_scale) as emulator:
         out(
-            f"emulator (moto in server mode) at {emulator.url}, {len(emulator.applied_patches)} compatibility patches"
+            f"emulator (moto in server mode) at {emulator.url}, clock x{emulator.clock.scale:g}, "
+            f"{len(emulator.applied_patches)} patches (compatibility and AWS constraints moto skips)"
         )
         tf = Terraform(
             root,
