@@ -41,6 +41,8 @@ module "monitoring" {
     source    = module.orders.queue_name
     dlq       = module.orders.dlq_name
     exhausted = module.orders.exhausted_queue_name
+    # The retry schedules' dead-letter queue: the DLQ itself here, a queue of its own for FIFO sources.
+    schedule_dlq = module.orders.schedule_dlq_name
   }
   # The consumer's name is also the service dimension of its ServerlessRetry metrics.
   function_name = module.orders.function_name

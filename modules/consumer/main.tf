@@ -56,8 +56,13 @@ locals {
     )
   }
   environment_bytes = sum([for k, v in local.value_bytes : length(k) + v])
-  policy_bytes      = lookup(local.value_bytes, "SERVERLESS_RETRY_POLICY", 0)
-  extra_bytes       = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
+  # The exact size, known once the URLs and ARNs are (at apply on a first apply): it also covers a
+  # custom endpoint whose URLs are longer than AWS's.
+  exact_environment_bytes = sum([
+    for k, v in local.environment : length(k) + length(base64encode(v)) / 4 * 3 - length(replace(base64encode(v), "/[^=]/", ""))
+  ])
+  policy_bytes = lookup(local.value_bytes, "SERVERLESS_RETRY_POLICY", 0)
+  extra_bytes  = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
 }
 
 data "aws_region" "current" {}
@@ -126,6 +131,11 @@ resource "aws_lambda_function" "this" {
       condition     = local.environment_bytes <= 4096
       error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
     }
+
+    precondition {
+      condition     = local.exact_environment_bytes <= 4096
+      error_message = "The function's environment variables take ${local.exact_environment_bytes} bytes with the actual queue URLs and ARNs, and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}. Shorten the retry policy, the extra environment, or the name."
+    }
   }
 }
 
@@ -193,6 +203,13 @@ resource "aws_lambda_event_source_mapping" "this" {
     precondition {
       condition     = local.native || !(local.fifo && var.fifo_order == "ordered" && contains(["scheduler", "sqs-delay"], module.policy.effective_policy.transport))
       error_message = "fifo_order = \"ordered\" retries a failed message in place, in its message group, but the policy asks for transport \"${module.policy.effective_policy.transport}\", which would take the retry out of its group. Use transport auto or visibility, or fifo_order = \"unordered\" to let retries leave their group."
+    }
+
+    precondition {
+      # A Scheduler SQS target can pass only a MessageGroupId: AWS requires content-based deduplication
+      # on a FIFO target queue.
+      condition     = local.native || !(local.fifo && module.policy.needs_scheduler && var.queue.content_based_deduplication == false)
+      error_message = "Retries of this FIFO queue go through EventBridge Scheduler (fifo_order = \"unordered\"), which can pass only a MessageGroupId: AWS requires content-based deduplication on a FIFO target queue. Turn it on (the queue module's content_based_deduplication = true), or use fifo_order = \"ordered\"."
     }
 
     precondition {

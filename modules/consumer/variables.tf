@@ -69,22 +69,23 @@ variable "queue" {
     writes there.
   EOT
   type = object({
-    arn                        = string
-    url                        = string
-    visibility_timeout_seconds = number
-    dlq_arn                    = string
-    exhausted_queue_url        = optional(string)
-    exhausted_queue_arn        = optional(string)
-    max_message_size           = optional(number, 262144)
-    exhausted_max_message_size = optional(number)
-    kms_key_arn                = optional(string)
-    fifo                       = optional(bool)
-    schedule_dlq_arn           = optional(string)
-    message_retention_seconds  = optional(number, 345600)
-    max_receive_count          = optional(number)
-    name                       = optional(string)
-    exhausted_queue_name       = optional(string)
-    schedule_dlq_name          = optional(string)
+    arn                         = string
+    url                         = string
+    visibility_timeout_seconds  = number
+    dlq_arn                     = string
+    exhausted_queue_url         = optional(string)
+    exhausted_queue_arn         = optional(string)
+    max_message_size            = optional(number, 262144)
+    exhausted_max_message_size  = optional(number)
+    kms_key_arn                 = optional(string)
+    fifo                        = optional(bool)
+    content_based_deduplication = optional(bool)
+    schedule_dlq_arn            = optional(string)
+    message_retention_seconds   = optional(number, 345600)
+    max_receive_count           = optional(number)
+    name                        = optional(string)
+    exhausted_queue_name        = optional(string)
+    schedule_dlq_name           = optional(string)
   })
   nullable = false
 

@@ -15,6 +15,7 @@ locals {
       { queue = local.queues.source, metric = "ApproximateNumberOfMessagesNotVisible", label = "source: in flight" },
       { queue = local.queues.source, metric = "ApproximateNumberOfMessagesDelayed", label = "source: delayed retries" },
       { queue = local.queues.dlq, metric = "ApproximateNumberOfMessagesVisible", label = "DLQ" },
+      { queue = local.queues.schedule_dlq == local.queues.dlq ? null : local.queues.schedule_dlq, metric = "ApproximateNumberOfMessagesVisible", label = "schedule DLQ" },
       { queue = local.queues.exhausted, metric = "ApproximateNumberOfMessagesVisible", label = "retry-exhausted" },
     ] : ["AWS/SQS", line.metric, "QueueName", line.queue, { label = line.label }] if line.queue != null
   ]

@@ -32,6 +32,24 @@ locals {
         EOT
       }
     },
+    # A FIFO source's retry schedules dead-letter to a standard queue of their own.
+    local.queues.schedule_dlq == null || local.queues.schedule_dlq == local.queues.dlq ? {} : {
+      schedule_dlq_depth = {
+        namespace   = "AWS/SQS"
+        metric      = "ApproximateNumberOfMessagesVisible"
+        dimensions  = { QueueName = local.queues.schedule_dlq }
+        statistic   = "Maximum"
+        threshold   = var.thresholds.dlq_depth
+        description = <<-EOT
+          serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in
+          ${local.queues.schedule_dlq}, the dead-letter queue of the retry schedules: EventBridge
+          Scheduler could not deliver those retries to the source queue (e.g. its role lost
+          sqs:SendMessage or the queue's key, or the queue was deleted). Each dead-letter event
+          names its schedule and the error. Fix the cause, then look at them (removes nothing):
+          serverless-retry inspect --queue-url ${local.queue_url.schedule_dlq}.
+        EOT
+      }
+    },
     local.queues.exhausted == null ? {} : {
       exhausted_depth = {
         namespace   = "AWS/SQS"

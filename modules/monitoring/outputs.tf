@@ -1,5 +1,5 @@
 output "alarm_arns" {
-  description = "ARN of each alarm by concern: dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate (only those whose inputs were given)."
+  description = "ARN of each alarm by concern: dlq_depth, schedule_dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate (only those whose inputs were given)."
   value       = local.alarm_arns
 }
 

@@ -11,21 +11,22 @@ variable "name" {
 }
 
 variable "queues" {
-  description = "Names (not URLs or ARNs) of the queues to watch, e.g. the scheduled-retry module's `queue_name`, `dlq_name` and `exhausted_queue_name`. Each is optional: an alarm or graph is only made for the queues given."
+  description = "Names (not URLs or ARNs) of the queues to watch, e.g. the scheduled-retry module's `queue_name`, `dlq_name`, `exhausted_queue_name` and, for a FIFO source, `schedule_dlq_name` (the standard dead-letter queue of its retry schedules; leave it null when it is the DLQ). Each is optional: an alarm or graph is only made for the queues given."
   type = object({
-    source    = optional(string)
-    dlq       = optional(string)
-    exhausted = optional(string)
+    source       = optional(string)
+    dlq          = optional(string)
+    exhausted    = optional(string)
+    schedule_dlq = optional(string)
   })
   default  = {}
   nullable = false
 
   validation {
     condition = alltrue([
-      for q in [var.queues.source, var.queues.dlq, var.queues.exhausted] :
+      for q in [var.queues.source, var.queues.dlq, var.queues.exhausted, var.queues.schedule_dlq] :
       q == null ? true : can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", q)) && length(q) <= 80
     ])
-    error_message = "queues.source, queues.dlq and queues.exhausted must be SQS queue names (up to 80 letters, digits, hyphens and underscores, optionally ending in .fifo), not URLs or ARNs."
+    error_message = "queues.source, queues.dlq, queues.exhausted and queues.schedule_dlq must be SQS queue names (up to 80 letters, digits, hyphens and underscores, optionally ending in .fifo), not URLs or ARNs."
   }
 }
 

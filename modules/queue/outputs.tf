@@ -83,6 +83,11 @@ output "max_receive_count" {
   value       = var.max_receive_count
 }
 
+output "content_based_deduplication" {
+  description = "Whether the FIFO source deduplicates by content (null for a standard queue): a Scheduler SQS target needs it."
+  value       = var.fifo ? var.content_based_deduplication : null
+}
+
 output "fifo" {
   description = "Whether the queues are FIFO queues."
   value       = var.fifo

@@ -61,19 +61,20 @@ module "consumer" {
   fifo_order        = var.fifo_order
 
   queue = {
-    arn                        = module.queue.queue_arn
-    url                        = module.queue.queue_url
-    visibility_timeout_seconds = module.queue.visibility_timeout_seconds
-    dlq_arn                    = module.queue.dlq_arn
-    schedule_dlq_arn           = module.queue.schedule_dlq_arn
-    exhausted_queue_url        = module.queue.exhausted_queue_url
-    exhausted_queue_arn        = module.queue.exhausted_queue_arn
-    max_message_size           = module.queue.max_message_size
-    exhausted_max_message_size = module.queue.exhausted_max_message_size
-    kms_key_arn                = var.kms_key_arn
-    fifo                       = var.fifo
-    message_retention_seconds  = module.queue.message_retention_seconds
-    max_receive_count          = module.queue.max_receive_count
+    arn                         = module.queue.queue_arn
+    url                         = module.queue.queue_url
+    visibility_timeout_seconds  = module.queue.visibility_timeout_seconds
+    dlq_arn                     = module.queue.dlq_arn
+    schedule_dlq_arn            = module.queue.schedule_dlq_arn
+    exhausted_queue_url         = module.queue.exhausted_queue_url
+    exhausted_queue_arn         = module.queue.exhausted_queue_arn
+    max_message_size            = module.queue.max_message_size
+    exhausted_max_message_size  = module.queue.exhausted_max_message_size
+    kms_key_arn                 = var.kms_key_arn
+    fifo                        = var.fifo
+    content_based_deduplication = module.queue.content_based_deduplication
+    message_retention_seconds   = module.queue.message_retention_seconds
+    max_receive_count           = module.queue.max_receive_count
     # Known at plan time (the URLs and ARNs are not before the first apply): they bound the size of
     # the function's environment at plan time.
     name                 = module.queue.queue_name

@@ -27,6 +27,6 @@ output "role_permissions" {
   description = "Every statement of the execution role's policy ({sid, actions, resources}), for review: where schedules may deliver, on exactly which ARNs."
   value = flatten([
     for d in [data.aws_iam_policy_document.targets, data.aws_iam_policy_document.dead_letter, data.aws_iam_policy_document.kms] :
-    [for s in d.statement : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
+    [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
   ])
 }

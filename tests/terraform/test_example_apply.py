@@ -58,6 +58,11 @@ def test_function_and_mapping_are_wired(applied: Applied) -> None:
     assert env["SERVERLESS_RETRY_SCHEDULE_GROUP"] == out["schedule_group_name"]
     assert env["SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"] == out["scheduler_role_arn"]
     assert RetryPolicy.from_json(env["SERVERLESS_RETRY_POLICY"]).max_attempts == 5
+    assert env["SERVERLESS_RETRY_DLQ_ARN"] == out["dlq_arn"]  # standard source: its DLQ takes dead schedules
+    assert env["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "345600"
+    assert int(env["SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"]) >= int(
+        env["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"]
+    )
     mappings = applied.client("lambda").list_event_source_mappings(EventSourceArn=out["queue_arn"])
     (mapping,) = mappings["EventSourceMappings"]
     assert mapping["FunctionArn"] == config["FunctionArn"]
@@ -90,8 +95,9 @@ def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> N
             {out["queue_arn"]},
         ),
         "SendRetriesAndExhausted": ({"sqs:SendMessage"}, {out["queue_arn"], out["exhausted_queue_arn"]}),
-        "ManageRetrySchedules": (
-            {"scheduler:CreateSchedule", "scheduler:DeleteSchedule"},
+        # Create only: each schedule deletes itself after it ran (ActionAfterCompletion = DELETE).
+        "CreateRetrySchedules": (
+            {"scheduler:CreateSchedule"},
             {f"arn:aws:scheduler:{region}:{account}:schedule/{out['schedule_group_name']}/*"},
         ),
         "PassSchedulerRole": ({"iam:PassRole"}, {out["scheduler_role_arn"]}),

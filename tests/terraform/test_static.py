@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.terraform.checkov import checkov_executable, run_checkov
 from tests.terraform.conftest import MODULES, ROOT, TF_DIRS, Runs, Terraform, Workspace
 
 CHECKOV_SKIP = re.compile(r"#\s*checkov:skip=([A-Z0-9_]+)(?::(.*))?")
@@ -45,29 +44,13 @@ def test_validate(validations: Runs[str, dict[str, Any]], relative: str) -> None
     assert warnings == [], json.dumps(warnings, indent=2)
 
 
-def _checkov() -> Path | None:
-    for candidate in (
-        os.environ.get("SERVERLESS_RETRY_CHECKOV"),
-        str(ROOT / ".venv-checkov" / "bin" / "checkov"),
-    ):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
 def test_checkov_reports_no_failed_checks() -> None:
-    checkov = _checkov()
+    checkov = checkov_executable()
     if checkov is None:
         pytest.skip("checkov is not installed (./build.sh test installs it into .venv-checkov)")
-    result = subprocess.run(
-        [
-            str(checkov), "--directory", "modules", "--framework", "terraform", "--output", "json",
-            "--quiet", "--compact", "--skip-download", "--skip-path", r"\.terraform",
-        ],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    reports = json.loads(result.stdout)
-    reports = reports if isinstance(reports, list) else [reports]
+    reports = run_checkov(
+        checkov, ["--directory", "modules", "--framework", "terraform", "--skip-path", r"\.terraform"], ROOT
+    )
     failed = [c for r in reports for c in r.get("results", {}).get("failed_checks", [])]
     summary = [r["summary"] for r in reports]
     assert not failed, "\n".join(

@@ -693,6 +693,49 @@ run "environment_size_counts_utf8_bytes" {
   expect_failures = [aws_lambda_function.this]
 }
 
+run "scheduler_targets_need_content_based_deduplication" {
+  command = plan
+
+  variables {
+    fifo_order        = "unordered"
+    retry_policy_json = "{\"backoff\": {\"max_seconds\": 60}}"
+    queue = {
+      arn                         = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds  = 180
+      dlq_arn                     = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn            = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn         = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      content_based_deduplication = false
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "environment_size_exact_with_long_urls" {
+  command = plan
+
+  variables {
+    # A custom endpoint's URLs can be longer than the AWS form the names bound: the exact check holds.
+    environment = { PADDING = join("", [for i in range(650) : "xxxxx"]) } # bound 4034, exact 4126 bytes
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "http://sqs.us-east-1.a-very-long-emulator-hostname-that-no-aws-url-has.example:4566/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "http://sqs.us-east-1.a-very-long-emulator-hostname-that-no-aws-url-has.example:4566/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+      name                       = "orders"
+      exhausted_queue_name       = "orders-exhausted"
+      schedule_dlq_name          = "orders-dlq"
+    }
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
 # --- A plain handler of your own (processor = null): native SQS retry ---------------------------
 
 run "plain_handler_wires_nothing_of_serverless_retry" {

@@ -350,3 +350,43 @@ run "description_over_1024_characters" {
 
   expect_failures = [aws_cloudwatch_metric_alarm.exhausted_rate]
 }
+
+run "fifo_schedule_dlq_is_watched_too" {
+  command = plan
+
+  variables {
+    queues = {
+      source       = "orders.fifo"
+      dlq          = "orders-dlq.fifo"
+      exhausted    = "orders-exhausted.fifo"
+      schedule_dlq = "orders-schedule-dlq"
+    }
+  }
+
+  assert {
+    condition = alltrue([
+      aws_cloudwatch_metric_alarm.this["schedule_dlq_depth"].dimensions == tomap({ QueueName = "orders-schedule-dlq" }),
+      aws_cloudwatch_metric_alarm.this["schedule_dlq_depth"].threshold == 0,
+      strcontains(aws_cloudwatch_metric_alarm.this["schedule_dlq_depth"].alarm_description, "retry schedules"),
+      strcontains(aws_cloudwatch_dashboard.this.dashboard_body, "orders-schedule-dlq"),
+    ])
+    error_message = "A FIFO source's schedule DLQ gets its own depth alarm and graph line."
+  }
+}
+
+run "schedule_dlq_that_is_the_dlq_is_not_watched_twice" {
+  command = plan
+
+  variables {
+    queues = {
+      source       = "orders"
+      dlq          = "orders-dlq"
+      schedule_dlq = "orders-dlq"
+    }
+  }
+
+  assert {
+    condition     = !contains(keys(aws_cloudwatch_metric_alarm.this), "schedule_dlq_depth")
+    error_message = "For a standard source the schedules dead-letter to the DLQ, already alarmed."
+  }
+}

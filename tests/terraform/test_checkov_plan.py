@@ -1,0 +1,153 @@
+"""checkov on a real plan (terraform show -json) of scheduled-retry, as a security scanner in CI sees it.
+
+Scanning the modules' source cannot tell what a user can configure: an unset optional input passes
+there. A plan shows the resources as they would be created. The configuration plans the module twice
+against a local moto server (a plan reads only the account and region): with the defaults, and
+hardened with the security inputs (a KMS key for the queues, the log group and the environment).
+The default log group is not KMS-encrypted (CKV_AWS_158); the hardened one is, so the hardened plan
+has no failed check at all. The modules' justified inline skips apply to the plan through checkov's
+plan enrichment (--repo-root-for-plan-enrichment), which maps plan resources back to the source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from tests.terraform.checkov import checkov_executable, run_checkov
+from tests.terraform.conftest import Workspace, init
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+CONFIGURATION = f"""
+terraform {{
+  required_providers {{
+    aws = {{ source = "hashicorp/aws" }}
+  }}
+}}
+
+variable "endpoint" {{
+  type = string
+}}
+
+provider "aws" {{
+  region                      = "us-east-1"
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+  skip_region_validation      = true
+
+  endpoints {{
+    sts = var.endpoint
+  }}
+}}
+
+module "default" {{
+  source    = "../modules/scheduled-retry"
+  name      = "orders"
+  package   = "../tests/terraform/fixtures/empty.zip"
+  processor = "orders.process:handle"
+}}
+
+module "hardened" {{
+  source                  = "../modules/scheduled-retry"
+  name                    = "payments"
+  package                 = "../tests/terraform/fixtures/empty.zip"
+  processor               = "payments.process:handle"
+  kms_key_arn             = "{KEY}"
+  logs_kms_key_arn        = "{KEY}"
+  environment_kms_key_arn = "{KEY}"
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def plan_json(workspace: Workspace, moto_server: str) -> Path:
+    directory = workspace.root / "plan-scan"
+    directory.mkdir(exist_ok=True)
+    (directory / "main.tf").write_text(CONFIGURATION, encoding="utf-8")
+    terraform = workspace.terraform
+    result = init(terraform, directory)
+    assert result.returncode == 0, result.stdout + result.stderr
+    result = terraform.run(
+        ["plan", "-no-color", "-input=false", "-out=plan.tfplan", f"-var=endpoint={moto_server}"], directory
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    shown = terraform.run(["show", "-json", "plan.tfplan"], directory)
+    assert shown.returncode == 0, shown.stderr
+    path = directory / "plan.json"
+    path.write_text(shown.stdout, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def scan(workspace: Workspace, plan_json: Path) -> dict[str, Any]:
+    checkov = checkov_executable()
+    if checkov is None:
+        pytest.skip("checkov is not installed (./build.sh test installs it into .venv-checkov)")
+    reports = run_checkov(
+        checkov,
+        [
+            "--file",
+            str(plan_json),
+            "--framework",
+            "terraform_plan",
+            "--repo-root-for-plan-enrichment",
+            str(workspace.root),
+        ],
+        workspace.root,
+        quiet=False,
+    )
+    (report,) = reports
+    assert report["summary"]["parsing_errors"] == 0, report["summary"]
+    return report["results"]
+
+
+def _checks(results: dict[str, Any], kind: str) -> set[tuple[str, str]]:
+    return {(c["check_id"], c["resource"]) for c in results.get(kind, [])}
+
+
+def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
+    plan = json.loads(plan_json.read_text())
+    values = {
+        r["address"]: r.get("values", {})
+        for m in plan["planned_values"]["root_module"]["child_modules"]
+        for c in [m, *m.get("child_modules", [])]
+        for r in c.get("resources", [])
+    }
+    hardened = "module.hardened.module.consumer"
+    assert values[f"{hardened}.aws_cloudwatch_log_group.this"]["kms_key_id"] == KEY
+    assert values[f"{hardened}.aws_lambda_function.this"]["kms_key_arn"] == KEY
+    assert values["module.default.module.consumer.aws_cloudwatch_log_group.this"]["kms_key_id"] is None
+
+
+def test_only_the_default_log_group_lacks_a_kms_key(scan: dict[str, Any]) -> None:
+    assert _checks(scan, "failed_checks") == {
+        ("CKV_AWS_158", "module.default.module.consumer.aws_cloudwatch_log_group.this")
+    }
+    assert ("CKV_AWS_158", "module.hardened.module.consumer.aws_cloudwatch_log_group.this") in _checks(
+        scan, "passed_checks"
+    )
+
+
+def test_inline_skips_reach_the_plan_with_their_reasons(scan: dict[str, Any]) -> None:
+    skipped = {
+        c["check_id"]: c["check_result"].get("suppress_comment", "") for c in scan.get("skipped_checks", [])
+    }
+    assert {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_272"} <= set(skipped), skipped
+    assert "code_signing_config_arn" in skipped["CKV_AWS_272"]
