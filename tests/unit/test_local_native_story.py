@@ -125,3 +125,20 @@ def test_any_double_or_missing_booking_is_a_discrepancy(
     check_bookings(result)
     assert any(problem in p for p in result.problems), result.problems
     assert not result.ok
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["demo"], ("scheduled-retry", 100, 100.0, 150.0)),
+        (["demo", "native-retry"], ("native-retry", 40, 6.0, 300.0)),
+        (["demo", "--clock-scale", "4", "--orders", "12", "native-retry"], ("native-retry", 12, 4.0, 300.0)),
+        (["demo", "--deadline", "90"], ("scheduled-retry", 100, 100.0, 90.0)),
+    ],
+)
+def test_each_demo_gets_its_own_defaults_unless_given(argv: list[str], expected: tuple[object, ...]) -> None:
+    from serverless_retry_tools.cli import build_parser
+    from serverless_retry_tools.local.cli import demo_defaults
+
+    args = demo_defaults(build_parser().parse_args(argv))
+    assert (args.example, args.orders, args.clock_scale, args.deadline) == expected

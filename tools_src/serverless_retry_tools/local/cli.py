@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["demo_defaults", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -91,10 +91,16 @@ _DEMO_DEFAULTS: dict[str, dict[str, float]] = {
 }
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def demo_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the options left unset with the chosen example's defaults."""
     for name, value in _DEMO_DEFAULTS.get(args.example, _DEMO_DEFAULTS["scheduled-retry"]).items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
+    return args
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    demo_defaults(args)
     if args.example == "native-retry":
         from serverless_retry_tools.local.native_demo import native_demo_main
 
