@@ -3,6 +3,9 @@
 Native SQS retry, nothing else: a record that raises is reported in ``batchItemFailures``; SQS hands
 it out again when its visibility timeout (6 x the function timeout) ends, and moves it to the DLQ
 after ``maxReceiveCount`` (5) receives. Successful records are deleted by the event source mapping.
+When every record of a batch fails, Powertools raises instead of answering (its default,
+``raise_on_entire_batch_failure``): the whole batch comes back all the same, and the function's
+Errors metric shows a bug that fails everything, as the buggy release does.
 
 Every delivery is at least once: a producer may send an order twice, and a message may come back
 after it was booked (the function timed out or died after the write, before SQS heard of the
