@@ -38,6 +38,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -236,28 +237,32 @@ class _Watch:
         with self._lock:
             return sum(self.failed.values())
 
+    def most_failed(self) -> int:
+        with self._lock:
+            return max(self.failed.values(), default=0)
+
     def snapshot(self) -> list[str]:
         with self._lock:
             return list(self.lines)
 
 
 def _watch_handler(
-    lam: Any, function: str, handler: str, logical: Callable[[], float]
+    lam: Any, function: str, handler: str, logical: Callable[[], float], stop: threading.Event
 ) -> Future[tuple[float, float] | None]:
     """(logical seconds, monotonic time) at which the function's handler becomes ``handler``, polled
-    while the apply runs; None if it does not within 15 minutes."""
+    while the apply runs; None once ``stop`` is set or after 15 minutes."""
     future: Future[tuple[float, float] | None] = Future()
 
     def poll() -> None:
         end = time.monotonic() + 900
-        while time.monotonic() < end:
+        while time.monotonic() < end and not stop.is_set():
             try:
                 if lam.get_function_configuration(FunctionName=function)["Handler"] == handler:
                     future.set_result((logical(), time.monotonic()))
                     return
             except Exception:  # a transient emulator error: poll again
                 pass
-            time.sleep(0.25)
+            stop.wait(0.25)
         future.set_result(None)
 
     threading.Thread(target=poll, name="watch-handler", daemon=True).start()
@@ -370,6 +375,7 @@ def run_story(
         clock_scale=clock.scale,
         problems=problems,
     )
+    stop_watching = threading.Event()
     runtime.start()
     try:
         n = failed_receives_before_fix
@@ -390,10 +396,13 @@ def run_story(
                 )
         out('deploying the fix: terraform apply with release = "fixed" (the runtime keeps running)')
         applying = time.monotonic()
-        switched = _watch_handler(lam, layout.function_name, FIXED_HANDLER, logical)
+        switched = _watch_handler(lam, layout.function_name, FIXED_HANDLER, logical, stop_watching)
         deploy_fix()
         result.apply_seconds = time.monotonic() - applying
-        live = switched.result(timeout=60)
+        try:
+            live = switched.result(timeout=30)
+        except FutureTimeout:
+            live = None
         if live is None:
             problems.append(f"after the second apply the function's handler is not {FIXED_HANDLER}")
         else:
@@ -401,7 +410,7 @@ def run_story(
             out(
                 f"terraform apply done in {result.apply_seconds:.0f} s; {FIXED_HANDLER} live "
                 f"{result.switched_after_seconds:.0f} s into it, at logical +{_logical(live[0])}; until then "
-                f"messages failed up to {max(watch.failed.values(), default=0)} receives, DLQ "
+                f"messages failed up to {watch.most_failed()} receives, DLQ "
                 f"{_count(sqs, layout.dlq_url)}"
             )
         if wave_after_drain and wait(drained, "the backlog drained"):
@@ -415,6 +424,7 @@ def run_story(
         if wait(drained, "every message was handled"):
             progress(force=True)
     finally:
+        stop_watching.set()
         runtime.stop()
     finals = _drain(sqs, layout.dlq_url, "dlq", len(sent))
     lines = _read_logs(logs, f"/aws/lambda/{layout.function_name}")
