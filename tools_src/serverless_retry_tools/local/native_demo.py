@@ -410,7 +410,7 @@ def run_story(
             out(
                 f"terraform apply done in {result.apply_seconds:.0f} s; {FIXED_HANDLER} live "
                 f"{result.switched_after_seconds:.0f} s into it, at logical +{_logical(live[0])}; until then "
-                f"messages failed up to {watch.most_failed()} receives, DLQ "
+                f"each message had failed at most {watch.most_failed()} receive(s), DLQ "
                 f"{_count(sqs, layout.dlq_url)}"
             )
         if wave_after_drain and wait(drained, "the backlog drained"):
