@@ -63,6 +63,9 @@ cmd_package() {
   log "packaging dist/examples/self-healing.zip"
   "$VENV/bin/python" scripts/build_package.py \
     --extra examples/self-healing/src/self_healing_example --out dist/examples/self-healing.zip
+  log "packaging dist/examples/native-retry.zip"
+  "$VENV/bin/python" scripts/build_package.py \
+    --extra examples/native-retry/src/native_orders --out dist/examples/native-retry.zip
 }
 
 cmd_test() {

@@ -214,7 +214,7 @@ def test_a_delayed_redrive_creates_one_schedule_even_when_delivered_twice(stack:
     assert calls[0][1] == calls[1][1]
     schedules = stack.scheduler.list_schedules(GroupName="orders-self-healing")["Schedules"]
     assert [s["Name"] for s in schedules] == [
-        schedule_name("95df01b4-ee98-5cb9-9903-4c221d41eb5e", 2, prefix="sh")
+        schedule_name("orders-fn/95df01b4-ee98-5cb9-9903-4c221d41eb5e", 2, prefix="sh")
     ]
     stored = stack.scheduler.get_schedule(Name=schedules[0]["Name"], GroupName="orders-self-healing")
     assert stored["Target"]["Arn"] == ORDERS_ARN

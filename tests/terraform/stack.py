@@ -55,6 +55,7 @@ STACKS: tuple[StackSpec, ...] = (
     # x10: between two attempts the self-healing pipeline runs in real time (x the scale), and the
     # failure queue's 180 s visibility must outlast a cold enrichment (18 real seconds at x10).
     StackSpec("self-healing", "self_healing_stack", "examples/self-healing/src/self_healing_example", clock_scale=10.0),
+    StackSpec("native-retry", "native_retry_stack", "examples/native-retry/src/native_orders", {"function_timeout": 30, "release": "buggy"}, clock_scale=10.0),
     # Both FIFO orders (modules/scheduled-retry, fifo = true) with the example's processor and zip.
     StackSpec("fifo-retry", "fifo_retry_stack", "examples/scheduled-retry/src/orders_example", directory="tests/terraform/fixtures/fifo-retry", package="scheduled-retry"),
 )  # fmt: skip

@@ -93,7 +93,7 @@ def test_a_retry_after_schedules_the_function_with_the_original_sns_event() -> N
         "first_failed_at": "2026-11-30T10:00:04Z",
         "previous_delay_seconds": 120,
     }
-    name = schedule_name("95df01b4-ee98-5cb9-9903-4c221d41eb5e", 2, prefix="sh")
+    name = schedule_name("orders-fn/95df01b4-ee98-5cb9-9903-4c221d41eb5e", 2, prefix="sh")
     assert plan.schedule == {
         "Name": name,
         "GroupName": "orders-self-healing",
@@ -137,6 +137,28 @@ def test_a_duplicate_delivery_plans_the_same_schedule_even_later() -> None:
     assert much_later.delay_seconds == first.delay_seconds
     # the due time is never in the past when the schedule is created
     assert much_later.schedule["ScheduleExpression"] == "at(2026-11-30T12:00:10)"
+
+
+def test_two_subscribers_that_failed_one_message_each_get_their_own_schedule() -> None:
+    """Both functions of one topic see the same SNS MessageId (the retry id). A function redrive keys its
+    schedule by function too, or the second one's ConflictException would read as "already scheduled"
+    and that function's retry would be lost; a topic redrive is one re-publish for both."""
+    sns_event = load("sns-event.json")
+    orders = event_of(destination_record(sns_event, function="orders-fn"))
+    reindex = event_of(destination_record(sns_event, function="reindex-fn"))
+    assert orders["detail"]["meta"]["retry_id"] == reindex["detail"]["meta"]["retry_id"]
+    sources = {"orders-fn": {"function_arn": ORDERS_ARN}, "reindex-fn": {"function_arn": REINDEX_ARN}}
+    settings = RedriveSettings.from_env(
+        redrive_env(
+            SERVERLESS_RETRY_SOURCES=sources,
+            SERVERLESS_RETRY_POLICY={"backoff": {"strategy": "fixed", "base_seconds": 60}},
+        )
+    )
+    first, second = plan_redrive(orders, settings, NOW), plan_redrive(reindex, settings, NOW)
+    assert first.schedule is not None
+    assert second.schedule is not None
+    assert first.schedule["Name"] != second.schedule["Name"]
+    assert {first.schedule["Target"]["Arn"], second.schedule["Target"]["Arn"]} == {ORDERS_ARN, REINDEX_ARN}
 
 
 def test_exponential_backoff_grows_with_the_attempt() -> None:

@@ -250,6 +250,17 @@ def _partition(arn: str) -> str:
     return arn.split(":", 2)[1]
 
 
+def _schedule_key(meta: Mapping[str, Any], to_topic: bool) -> str:
+    """What makes a retry schedule unique, so a duplicate delivery of the same failure finds it taken.
+
+    A topic redrive re-publishes one message for every subscriber: two subscribers that failed the same
+    message want the same re-publish, so the key is the message's retry id. A function redrive
+    re-invokes one function: two subscribers of one topic share the SNS MessageId (the retry id) but
+    each needs its own schedule, or the second redrive's ConflictException would pass for "already
+    scheduled" and that function's retry would be lost."""
+    return meta["retry_id"] if to_topic else f"{meta['function_name']}/{meta['retry_id']}"
+
+
 def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datetime) -> RedrivePlan:
     """What to do with one retry-rule event. ``now`` only places a schedule in time (never decides)."""
     detail = event.get("detail") if isinstance(event, Mapping) else None
@@ -336,7 +347,9 @@ def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datet
         parse_time(meta["failed_at"]) + timedelta(seconds=delay),
         now + timedelta(seconds=SCHEDULE_MIN_LEAD_SECONDS),
     )
-    name = schedule_name(meta["retry_id"], meta["attempt"] + 1, prefix=SCHEDULE_PREFIX)
+    name = schedule_name(
+        _schedule_key(meta, publish is not None), meta["attempt"] + 1, prefix=SCHEDULE_PREFIX
+    )
     schedule = {
         "Name": name,
         "GroupName": settings.schedule_group,
