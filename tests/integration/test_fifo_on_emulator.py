@@ -25,6 +25,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.schedules import parse_at
 
 from tests.terraform.stack import Applied
 
@@ -37,6 +38,10 @@ RETRY_AFTER = 300  # the unordered test's server hint, logical seconds
 # few real milliseconds are tenths of a logical second, more under load. The bounds below are lower
 # bounds (a retry never comes early), loosened by this much for the stamping.
 STAMP_SLACK = 10.0
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 @dataclass(frozen=True)
@@ -240,13 +245,19 @@ def test_unordered_the_retry_leaves_its_group_through_a_schedule_and_comes_back(
     assert (seen["ActionAfterCompletion"], seen["FlexibleTimeWindow"]) == ("DELETE", {"Mode": "OFF"})
     envelope = json.loads(target["Input"])["serverless_retry"]
     assert (fifo.ids[envelope["id"]], envelope["attempt"]) == ("u1", 2)
+    # The wait counts from the record's own first receive (every decision is a function of the
+    # record), which the envelope keeps as the time of the failure: at() is that + Retry-After.
+    (failed_at,) = [entry["at"] for entry in envelope["history"]]
+    due = parse_at(seen["ScheduleExpression"], seen.get("ScheduleExpressionTimezone") or "UTC")
+    assert due is not None
+    assert abs(due - _time(failed_at) - timedelta(seconds=RETRY_AFTER)) <= timedelta(seconds=1)
 
     # The rest of the group overtook the retry, which came back after its wait and succeeded.
     (failure,) = fifo.failures("u1")
     assert failure.record["transport"] == "scheduler"
     assert fifo.position("u2") < fifo.position("u3") < fifo.position("u1", attempt=2)
     retried = fifo.lines[fifo.position("u1", attempt=2)]
-    assert retried.at - failure.at >= timedelta(seconds=RETRY_AFTER - STAMP_SLACK)
+    assert retried.at >= due  # never before its time
     assert sorted((o, a) for o, a, _ in fifo.accepted()) == [("u1", 2), ("u2", 1), ("u3", 1)]
     (fired,) = [e.detail for e in fifo.events if e.kind == "schedule-fired"]
     assert 0 <= fired["lateness_logical_s"] <= 60  # within the Scheduler's one-minute window
