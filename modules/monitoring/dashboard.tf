@@ -13,7 +13,7 @@ locals {
     for line in [
       { queue = local.queues.source, metric = "ApproximateNumberOfMessagesVisible", label = "source: waiting" },
       { queue = local.queues.source, metric = "ApproximateNumberOfMessagesNotVisible", label = "source: in flight" },
-      { queue = local.native ? null : local.queues.source, metric = "ApproximateNumberOfMessagesDelayed", label = "source: delayed retries" },
+      { queue = var.pattern == "native-retry" ? null : local.queues.source, metric = "ApproximateNumberOfMessagesDelayed", label = "source: delayed retries" },
       { queue = local.queues.failure, metric = "ApproximateNumberOfMessagesVisible", label = "failure queue: waiting" },
       { queue = local.queues.failure, metric = "ApproximateNumberOfMessagesNotVisible", label = "failure queue: in flight" },
       { queue = local.queues.dlq, metric = "ApproximateNumberOfMessagesVisible", label = "DLQ" },
@@ -40,8 +40,15 @@ locals {
 
   # Every function on the dashboard: the consumer (function_name) first, then the others by key.
   all_functions = merge(
-    var.function_name == null ? {} : { consumer = { function_name = var.function_name, role = "consumer", service = local.service } },
-    { for key, f in var.functions : key => { function_name = f.function_name, role = f.role, service = coalesce(f.service, f.function_name) } },
+    var.function_name == null ? {} : { consumer = { function_name = var.function_name, role = "consumer", service = local.service, alarm_errors = true } },
+    {
+      for key, f in var.functions : key => {
+        function_name = f.function_name
+        role          = f.role
+        service       = coalesce(f.service, f.function_name)
+        alarm_errors  = coalesce(f.alarm_errors, contains(["enrichment", "redrive"], f.role))
+      }
+    },
   )
   role_titles = { consumer = "Consumer", enrichment = "Enrichment", redrive = "Redrive", source = "Source", other = "Function" }
   # One function: its invocations and duration as before; several: one line per function and metric.

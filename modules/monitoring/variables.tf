@@ -77,8 +77,8 @@ variable "functions" {
   nullable = false
 
   validation {
-    condition     = alltrue([for k, f in var.functions : can(regex("^[a-z0-9_]{1,32}$", k))])
-    error_message = "functions keys must be 1-32 lower-case letters, digits and underscores (each names an alarm)."
+    condition     = alltrue([for k, f in var.functions : can(regex("^[a-z0-9_]{1,32}$", k)) && k != "consumer"])
+    error_message = "functions keys must be 1-32 lower-case letters, digits and underscores (each names an alarm), and not consumer (function_name's)."
   }
 
   validation {

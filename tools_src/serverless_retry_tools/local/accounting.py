@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "MessageFate",
     "SentMessage",
     "account",
+    "json_records",
     "parse_final",
     "parse_log_lines",
 ]
@@ -60,11 +61,9 @@ class LogEvidence:
     lines: int = 0
 
 
-def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
-    """Read the function's log lines (JSON ones; others are skipped)."""
-    evidence = LogEvidence()
+def json_records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects among log lines (Powertools records, EMF lines); any other line is skipped."""
     for line in lines:
-        evidence.lines += 1
         text = line.strip()
         if not text.startswith("{"):
             continue
@@ -72,8 +71,16 @@ def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
             record = json.loads(text)
         except ValueError:
             continue
-        if not isinstance(record, dict):
-            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
+    """Read the function's log lines (JSON ones; others are skipped)."""
+    evidence = LogEvidence()
+    lines = list(lines)
+    evidence.lines = len(lines)
+    for record in json_records(lines):
         aws = record.get("_aws")
         if isinstance(aws, dict):
             for directive in aws.get("CloudWatchMetrics") or []:

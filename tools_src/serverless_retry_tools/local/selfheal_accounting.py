@@ -29,6 +29,8 @@ from typing import Any
 
 from serverless_retry.terminal import read_terminal
 
+from serverless_retry_tools.local.accounting import json_records
+
 __all__ = [
     "Delivery",
     "Expectation",
@@ -194,15 +196,8 @@ def parse_dead_letter(place: str, body: str) -> Final:
 
 def parse_redrive_logs(lines: Iterable[str]) -> list[Redrive]:
     out = []
-    for line in lines:
-        text = line.strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            record = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("message") != "event redriven":
+    for record in json_records(lines):
+        if record.get("message") != "event redriven":
             continue
         try:
             out.append(
