@@ -281,3 +281,14 @@ def test_the_cli_redrives_to_the_function_and_refuses_a_queue(
     assert [name for name, _ in fake.invoked] == [f"{ARN}:invoices-fn"]
     assert cli.main([*common, "--to-function", "--to-queue-url", live.source]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_native_says_why_it_cannot_move_self_healing_records(live: World) -> None:
+    from serverless_retry.native_redrive import check_native
+
+    _seed(live)
+    live.tick()
+    check = check_native(live.sqs, live.exhausted, None)
+    assert not check.applies
+    assert any("self-healing records" in p and "--to-function" in p for p in check.problems)
+    assert live.counts(live.exhausted) == (5, 0)
