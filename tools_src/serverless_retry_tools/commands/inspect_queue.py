@@ -24,7 +24,9 @@ examples:
 
 Counts by outcome, error type, source, origin and age (time since SQS accepted the message), then
 the oldest messages with their reason and last error. Plain DLQ messages (not written by
-serverless-retry) show outcome "unknown". Every message is visible again when the command ends.
+serverless-retry) show outcome "unknown". In the self-healing pattern's retry-exhausted queue the
+source is the function that failed and the id the event's retry id (redrive those with --to-function).
+Every message is visible again when the command ends.
 exit status: 0 ok; 1 some messages could not be released (they reappear after 60 s by themselves);
 2 usage error.
 """
