@@ -13,6 +13,7 @@ from serverless_retry.queue_redrive import ExhaustedMessage, Inspection, inspect
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, sqs_client
+from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.console import print_table
 
 EXAMPLES = """\
@@ -92,7 +93,9 @@ def _counts(title: str, counts: Counter[str] | dict[str, int]) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    inspection = inspect(sqs_client(args), args.queue_url, limit=args.limit, oldest=args.oldest)
+    inspection = inspect(
+        sqs_client(args), args.queue_url, limit=args.limit, oldest=args.oldest, clock=command_clock()
+    )
     if inspection.max_receive_count is not None:
         print(
             f"note: this queue has its own redrive policy (maxReceiveCount {inspection.max_receive_count}): "

@@ -9,13 +9,14 @@ import sys
 import time
 from typing import Any
 
-from serverless_retry.clock import SystemClock
+from serverless_retry.clock import Clock
 from serverless_retry.native_redrive import check_native, start_native, wait_native
 from serverless_retry.queue_redrive import RedriveReport, attribute_int, redrive
 from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, duration, int_range, rate
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, sqs_client
+from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.inspect_queue import _age, _short
 from serverless_retry_tools.console import Progress, print_table
 
@@ -113,8 +114,8 @@ def _report_json(report: RedriveReport) -> dict[str, Any]:
     }
 
 
-def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
-    now = SystemClock().now()
+def _print_report(report: RedriveReport, options: RedriveOptions, clock: Clock) -> None:
+    now = clock.now()
     now_rows = [
         (
             m.envelope_id,
@@ -158,6 +159,7 @@ def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
 
 
 def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
+    clock = command_clock()  # ages and --older-than/--newer-than: the emulator's clock under it
     total = attribute_int(
         sqs.get_queue_attributes(
             QueueUrl=options.from_queue_url, AttributeNames=["ApproximateNumberOfMessages"]
@@ -178,6 +180,7 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
         report = redrive(
             sqs,
             options,
+            clock=clock,
             on_progress=on_progress,
             lambda_client=lambda_client(args) if options.to_function else None,
         )
@@ -185,7 +188,7 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
     if args.json:
         print(json.dumps(_report_json(report), indent=2))
     else:
-        _print_report(report, options)
+        _print_report(report, options, clock)
     return 0 if report.complete else 1
 
 
