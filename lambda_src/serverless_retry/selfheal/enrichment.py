@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from serverless_retry.envelope import fits, sqs_message_size
+from serverless_retry.selfheal.function import SelfHealingFunction
 from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.types import (
@@ -185,7 +186,7 @@ class EnrichmentDeliveryError(RuntimeError):
     """An SQS send the enrichment needed failed: the pipe batch must fail (and be retried), not drop."""
 
 
-class Enricher:
+class Enricher(SelfHealingFunction["EnrichmentSettings"]):
     """``enricher(pipe_batch)`` -> the list of bus event details, as the pipe expects from enrichment."""
 
     def __init__(
@@ -196,13 +197,7 @@ class Enricher:
         clock: Clock | None = None,
         logger: Logger | None = None,
     ) -> None:
-        from serverless_retry.aws import AwsClients
-        from serverless_retry.observability import make_logger
-
-        self.settings = settings
-        self.clients = clients or AwsClients()
-        self.clock = clock or settings.clock
-        self.logger = logger or make_logger()
+        super().__init__(settings, clients=clients, clock=clock, logger=logger)
         self.limits = Limits(settings.exhausted_max_bytes)
 
     def __call__(self, event: Any) -> list[FailureDetail]:
