@@ -23,6 +23,7 @@ since nothing reached the bus, a retry of the batch adds no duplicate event.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,11 +43,7 @@ from serverless_retry.selfheal.types import (
 )
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
-
-    from serverless_retry.aws import AwsClients
-    from serverless_retry.clock import Clock
-    from serverless_retry.selfheal.config import EnrichmentSettings
+    from serverless_retry.selfheal.config import EnrichmentSettings  # noqa: F401 (the base's parameter)
 
 __all__ = [
     "EXHAUSTED_WRAPPER_RESERVE_BYTES",
@@ -189,16 +186,9 @@ class EnrichmentDeliveryError(RuntimeError):
 class Enricher(SelfHealingFunction["EnrichmentSettings"]):
     """``enricher(pipe_batch)`` -> the list of bus event details, as the pipe expects from enrichment."""
 
-    def __init__(
-        self,
-        settings: EnrichmentSettings,
-        *,
-        clients: AwsClients | None = None,
-        clock: Clock | None = None,
-        logger: Logger | None = None,
-    ) -> None:
-        super().__init__(settings, clients=clients, clock=clock, logger=logger)
-        self.limits = Limits(settings.exhausted_max_bytes)
+    @functools.cached_property
+    def limits(self) -> Limits:
+        return Limits(self.settings.exhausted_max_bytes)
 
     def __call__(self, event: Any) -> list[FailureDetail]:
         records: Sequence[Any] = event if isinstance(event, list) else [event]
