@@ -98,59 +98,57 @@ class DynamoDBClaims:
             "expiration": {"N": str(int(now.timestamp()) + self.ttl_seconds)},
         }
 
-    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
-        item = self._item(retry_id, attempt, owner, "taken", now)
+    def _put(self, item: dict[str, Any], **condition: Any) -> None:
+        """One conditional PutItem, made again (up to CLAIM_TRIES) on any failure but its condition's:
+        the same write again is safe. A failed condition raises at once; else the last error."""
         error: Exception | None = None
         for _ in range(CLAIM_TRIES):
             try:
-                self._client().put_item(
-                    TableName=self.table,
-                    Item=item,
-                    ConditionExpression="attribute_not_exists(#id) OR (#owner = :owner AND #state = :taken)",
-                    ExpressionAttributeNames={"#id": "id", "#owner": "owner", "#state": "state"},
-                    ExpressionAttributeValues={":owner": {"S": owner}, ":taken": {"S": "taken"}},
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
+                self._client().put_item(TableName=self.table, Item=item, **condition)
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                    error = exc
-                    continue
-                held: Any = exc.response.get("Item") or {}
-                if held.get("owner", {}).get("S") != owner:
-                    return Claim("duplicate")
-                if held.get("state", {}).get("S") == "final":  # left as it is: a lost answer reads it again
-                    return Claim("owned", int(held["final_attempt"]["N"]))
-                return Claim("done")
-            except Exception as exc:  # timeouts, connection errors: the same write again is safe
+                if _condition_failed(exc):
+                    raise
                 error = exc
-            else:
-                return Claim("owned")
-        assert error is not None
-        raise error
-
-    def mark_final(
-        self, retry_id: str, attempt: int, owner: str, *, final_attempt: int, now: datetime
-    ) -> None:
-        item = {
-            **self._item(retry_id, attempt, owner, "final", now),
-            "final_attempt": {"N": str(final_attempt)},
-        }
-        error: Exception | None = None
-        for _ in range(CLAIM_TRIES):
-            try:
-                self._client().put_item(
-                    TableName=self.table,
-                    Item=item,
-                    ConditionExpression="#owner = :owner",
-                    ExpressionAttributeNames={"#owner": "owner"},
-                    ExpressionAttributeValues={":owner": {"S": owner}},
-                )
-            except Exception as exc:  # writing the same item again is harmless
+            except Exception as exc:  # timeouts, connection errors
                 error = exc
             else:
                 return
         assert error is not None
         raise error
+
+    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
+        try:
+            self._put(
+                self._item(retry_id, attempt, owner, "taken", now),
+                ConditionExpression="attribute_not_exists(#id) OR (#owner = :owner AND #state = :taken)",
+                ExpressionAttributeNames={"#id": "id", "#owner": "owner", "#state": "state"},
+                ExpressionAttributeValues={":owner": {"S": owner}, ":taken": {"S": "taken"}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            held: Any = exc.response.get("Item") or {}
+            if held.get("owner", {}).get("S") != owner:
+                return Claim("duplicate")
+            if held.get("state", {}).get("S") == "final":  # left as it is: a lost answer reads it again
+                return Claim("owned", int(held["final_attempt"]["N"]))
+            return Claim("done")
+        return Claim("owned")
+
+    def mark_final(
+        self, retry_id: str, attempt: int, owner: str, *, final_attempt: int, now: datetime
+    ) -> None:
+        final = {
+            **self._item(retry_id, attempt, owner, "final", now),
+            "final_attempt": {"N": str(final_attempt)},
+        }
+        self._put(
+            final,
+            ConditionExpression="#owner = :owner",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": {"S": owner}},
+        )
 
     def finish(self, claims: Sequence[tuple[str, int, str]], *, now: datetime) -> None:
         # Overwriting is safe: only the owner (this record's SQS message) ever marks its claim done.
@@ -171,3 +169,7 @@ class DynamoDBClaims:
                     break
             else:
                 raise error or RuntimeError(f"{len(requests)} claims were not marked done (unprocessed)")
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"

@@ -18,38 +18,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent, ServiceError
 
+from tests.integration.emulator_account import EmulatorAccount
+
 NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1})
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-class Aws:
+class Aws(EmulatorAccount):
     def __init__(self, emulator: Emulator) -> None:
-        self.emulator = emulator
-        self.n = 0
-        self.role = self.client("iam").create_role(RoleName="fidelity", AssumeRolePolicyDocument="{}")[
-            "Role"
-        ]["Arn"]
-
-    def client(self, service: str) -> Any:
-        return boto3.client(service, config=NO_RETRIES, **self.emulator.client_kwargs())  # type: ignore[call-overload]
-
-    def name(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}-{self.n}"
-
-    def queue(self, prefix: str, **attributes: str) -> tuple[str, str]:
-        sqs = self.client("sqs")
-        name = self.name(prefix) + (".fifo" if attributes.get("FifoQueue") == "true" else "")
-        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        return url, arn
+        super().__init__(emulator, config=NO_RETRIES, role_name="fidelity")
 
     def function(self, code: str, **extra: Any) -> str:
         buf = io.BytesIO()

@@ -13,11 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.config import Config
 from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+
+from tests.integration.emulator_account import EmulatorAccount
 
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 3})
 
@@ -48,28 +49,9 @@ def handler(event, context):
 """
 
 
-class Aws:
+class Aws(EmulatorAccount):
     def __init__(self, emulator: Emulator) -> None:
-        self.emulator = emulator
-        self.n = 0
-        self.role = self.client("iam").create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"][
-            "Arn"
-        ]
-
-    def client(self, service: str) -> Any:
-        return boto3.client(service, config=CONFIG, **self.emulator.client_kwargs())  # type: ignore[call-overload]
-
-    def name(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}-{self.n}"
-
-    def queue(self, prefix: str, **attributes: str) -> tuple[str, str]:
-        sqs = self.client("sqs")
-        name = self.name(prefix) + (".fifo" if attributes.get("FifoQueue") == "true" else "")
-        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-        return url, sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
+        super().__init__(emulator, config=CONFIG)
 
     def function(self, files: dict[str, str], *, env: dict[str, str] | None = None, **extra: Any) -> str:
         name = self.name("fn")

@@ -25,6 +25,8 @@ from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.lambda_async import ASYNC_QUEUE_NAME
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 
+from tests.integration.emulator_account import EmulatorAccount
+
 # No SDK retries: a retried ReceiveMessage would hide an emulator error (and lose the message).
 CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1})
 SCALE = 20.0  # Lambda's 60 s / 120 s retry delays take 3 s / 6 s real
@@ -51,30 +53,12 @@ def _zip(files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
-class Aws:
+class Aws(EmulatorAccount):
     def __init__(self, emulator: Emulator, work_dir: Path) -> None:
-        self.emulator = emulator
-        self.n = 0
-        self.role = self.client("iam").create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"][
-            "Arn"
-        ]
+        super().__init__(emulator, config=CONFIG)
         self.events: list[RuntimeEvent] = []
         self.runtime: Runtime | None = None
         self.work_dir = work_dir
-
-    def client(self, service: str) -> Any:
-        return boto3.client(service, config=CONFIG, **self.emulator.client_kwargs())  # type: ignore[call-overload]
-
-    def name(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}-{self.n}"
-
-    def queue(self, prefix: str, **attributes: str) -> tuple[str, str]:
-        sqs = self.client("sqs")
-        name = self.name(prefix) + (".fifo" if attributes.get("FifoQueue") == "true" else "")
-        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        return url, arn
 
     def function(self, *, fail: str = "", record_url: str, **extra: Any) -> tuple[str, str]:
         name = self.name("fn")

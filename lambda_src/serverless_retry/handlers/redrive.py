@@ -21,12 +21,4 @@ redriver = Redriver(RedriveSettings.from_env())
 
 @redriver.logger.inject_lambda_context(clear_state=True)
 def handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    plan = redriver(event)
-    return {
-        "action": plan.action,
-        "retry_id": plan.retry_id,
-        "next_attempt": plan.next_attempt,
-        "delay_seconds": plan.delay_seconds,
-        "outcome": plan.outcome,
-        "reason": plan.reason,
-    }
+    return redriver(event).summary()

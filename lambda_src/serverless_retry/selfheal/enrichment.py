@@ -23,6 +23,7 @@ since nothing reached the bus, a retry of the batch adds no duplicate event.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from serverless_retry.envelope import fits, sqs_message_size
+from serverless_retry.selfheal.function import SelfHealingFunction
 from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.types import (
@@ -41,11 +43,7 @@ from serverless_retry.selfheal.types import (
 )
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
-
-    from serverless_retry.aws import AwsClients
-    from serverless_retry.clock import Clock
-    from serverless_retry.selfheal.config import EnrichmentSettings
+    from serverless_retry.selfheal.config import EnrichmentSettings  # noqa: F401 (the base's parameter)
 
 __all__ = [
     "EXHAUSTED_WRAPPER_RESERVE_BYTES",
@@ -185,25 +183,12 @@ class EnrichmentDeliveryError(RuntimeError):
     """An SQS send the enrichment needed failed: the pipe batch must fail (and be retried), not drop."""
 
 
-class Enricher:
+class Enricher(SelfHealingFunction["EnrichmentSettings"]):
     """``enricher(pipe_batch)`` -> the list of bus event details, as the pipe expects from enrichment."""
 
-    def __init__(
-        self,
-        settings: EnrichmentSettings,
-        *,
-        clients: AwsClients | None = None,
-        clock: Clock | None = None,
-        logger: Logger | None = None,
-    ) -> None:
-        from serverless_retry.aws import AwsClients
-        from serverless_retry.observability import make_logger
-
-        self.settings = settings
-        self.clients = clients or AwsClients()
-        self.clock = clock or settings.clock
-        self.logger = logger or make_logger()
-        self.limits = Limits(settings.exhausted_max_bytes)
+    @functools.cached_property
+    def limits(self) -> Limits:
+        return Limits(self.settings.exhausted_max_bytes)
 
     def __call__(self, event: Any) -> list[FailureDetail]:
         records: Sequence[Any] = event if isinstance(event, list) else [event]

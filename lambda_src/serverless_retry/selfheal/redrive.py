@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
@@ -31,6 +31,7 @@ from serverless_retry.delivery import SCHEDULE_RETRY_POLICY, at_expression
 from serverless_retry.envelope import format_time, parse_time, schedule_name
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.selfheal.config import RedriveSettings, Source
+from serverless_retry.selfheal.function import SelfHealingFunction
 from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.state import attach, encode_state
 from serverless_retry.selfheal.types import (
@@ -40,12 +41,6 @@ from serverless_retry.selfheal.types import (
     ExhaustedRecord,
     RetryState,
 )
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
-
-    from serverless_retry.aws import AwsClients
-    from serverless_retry.clock import Clock
 
 __all__ = [
     "ASYNC_INVOKE_MAX_BYTES",
@@ -159,6 +154,17 @@ class RedrivePlan:
     publish: dict[str, Any] | None = None  # SNS Publish parameters (boto3 form)
     schedule: dict[str, Any] | None = None  # Scheduler CreateSchedule parameters
     exhausted: dict[str, Any] | None = None  # SQS SendMessage parameters
+
+    def summary(self) -> dict[str, Any]:
+        """What was decided, without the call's parameters: the log record and the handler's answer."""
+        return {
+            "action": self.action,
+            "retry_id": self.retry_id,
+            "next_attempt": self.next_attempt,
+            "delay_seconds": self.delay_seconds,
+            "outcome": self.outcome,
+            "reason": self.reason,
+        }
 
 
 class _Bad(Exception):
@@ -370,35 +376,12 @@ def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datet
 # --- delivery -------------------------------------------------------------------------------------------
 
 
-class Redriver:
+class Redriver(SelfHealingFunction[RedriveSettings]):
     """``redriver(event)`` carries out the plan for one retry-rule event; raises when the call fails."""
-
-    def __init__(
-        self,
-        settings: RedriveSettings,
-        *,
-        clients: AwsClients | None = None,
-        clock: Clock | None = None,
-        logger: Logger | None = None,
-    ) -> None:
-        from serverless_retry.aws import AwsClients
-        from serverless_retry.observability import make_logger
-
-        self.settings = settings
-        self.clients = clients or AwsClients()
-        self.clock = clock or settings.clock
-        self.logger = logger or make_logger()
 
     def __call__(self, event: Mapping[str, Any]) -> RedrivePlan:
         plan = plan_redrive(event, self.settings, self.clock.now())
-        log = {
-            "action": plan.action,
-            "retry_id": plan.retry_id,
-            "next_attempt": plan.next_attempt,
-            "delay_seconds": plan.delay_seconds,
-            "outcome": plan.outcome,
-            "reason": plan.reason,
-        }
+        log: dict[str, Any] = plan.summary()
         if plan.invoke is not None:
             response = self.clients.lambda_.invoke(**plan.invoke)
             if response.get("StatusCode") != 202:

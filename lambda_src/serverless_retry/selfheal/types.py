@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
+from serverless_retry.environment import (
+    ENV_DLQ_ARN,
+    ENV_EXHAUSTED_MAX_MESSAGE_BYTES,
+    ENV_EXHAUSTED_QUEUE_URL,
+    ENV_POLICY,
+    ENV_SCHEDULE_GROUP,
+    ENV_SCHEDULER_ROLE_ARN,
+)
+
 __all__ = [
     "ALWAYS_EXHAUSTED_ERROR_TYPES",
     "BUS_DETAIL_TYPE",
@@ -56,15 +65,13 @@ ALWAYS_EXHAUSTED_ERROR_TYPES: tuple[str, ...] = (ERROR_INVALID_RECORD, ERROR_MIS
 RETRY_STATE_KEY = "serverless_retry"
 
 # --- environment -------------------------------------------------------------------------------------
-ENV_EXHAUSTED_QUEUE_URL = "SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL"  # enrichment + redrive
-ENV_EXHAUSTED_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"  # enrichment + redrive
+# Shared with the consumer, declared in serverless_retry.environment: ENV_EXHAUSTED_QUEUE_URL and
+# ENV_EXHAUSTED_MAX_MESSAGE_BYTES (enrichment + redrive), ENV_POLICY (redrive: the module-wide default
+# policy), ENV_SCHEDULE_GROUP, ENV_SCHEDULER_ROLE_ARN, ENV_DLQ_ARN (redrive: dead-letter queue of every
+# schedule, a standard queue). The self-healing functions' own:
 ENV_FAILURE_QUEUE_URL = "SERVERLESS_RETRY_FAILURE_QUEUE_URL"  # enrichment (defers batch overflow to it)
 ENV_SOURCES = "SERVERLESS_RETRY_SOURCES"  # redrive
-ENV_POLICY = "SERVERLESS_RETRY_POLICY"  # redrive: the module-wide default policy
 ENV_REDRIVE_TO = "SERVERLESS_RETRY_REDRIVE_TO"  # redrive: "function" (default) | "topic"
-ENV_SCHEDULE_GROUP = "SERVERLESS_RETRY_SCHEDULE_GROUP"  # redrive
-ENV_SCHEDULER_ROLE_ARN = "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"  # redrive
-ENV_DLQ_ARN = "SERVERLESS_RETRY_DLQ_ARN"  # redrive: dead-letter queue of every schedule (standard queue)
 
 SourceType = Literal["sns", "eventbridge", "direct", "unknown"]
 RedriveTo = Literal["function", "topic"]

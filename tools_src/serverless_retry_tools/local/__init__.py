@@ -12,7 +12,9 @@
   processes, on their Lambda runtime's Python (:mod:`~serverless_retry_tools.local.lambda_python`); :mod:`~serverless_retry_tools.local.logs`: their output into the emulator's CloudWatch Logs;
 - :mod:`~serverless_retry_tools.local.terraform`: init/apply/plan/destroy a root against the emulator;
 - :mod:`~serverless_retry_tools.local.demo` and :mod:`~serverless_retry_tools.local.cli`: ``serverless-retry demo``
-  and ``serverless-retry local --root DIR``.
+  and ``serverless-retry local --root DIR``; the frame the three demos share (options, progress
+  lines, apply/run/destroy) in :mod:`~serverless_retry_tools.local.demo_frame`, what they send and
+  read back in :mod:`~serverless_retry_tools.local.demo_queues`.
 
 Nothing here is imported by the Lambda handlers; it needs the ``local`` extra (moto[server]).
 """

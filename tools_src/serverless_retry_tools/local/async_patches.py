@@ -34,13 +34,13 @@ from serverless_retry_tools.local.lambda_async import (
     accept_payload,
     validate_event_invoke_config,
 )
+from serverless_retry_tools.local.patching import Undo, chain, replace
 
 if TYPE_CHECKING:
     from serverless_retry_tools.local.moto_patches import Patch, PatchContext
 
 __all__ = ["enqueue_async", "function_allows", "logical_ms", "patches"]
 
-Undo = Callable[[], None]
 # The internal queue carries whole payloads (1 MB) plus our wrapper: beyond SQS's own limit.
 _INTERNAL_QUEUE_MAX_BYTES = 4 * 1024 * 1024
 _queue_lock = threading.Lock()
@@ -57,20 +57,6 @@ def logical_ms() -> int:
 def _iso_ms(ms: int) -> str:
     moment = datetime.fromtimestamp(ms / 1000, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _replace(owner: Any, attr: str, new: Any) -> Undo:
-    old = owner.__dict__[attr]
-    setattr(owner, attr, new)
-    return lambda: setattr(owner, attr, old)
-
-
-def _chain(undos: list[Undo]) -> Undo:
-    def undo() -> None:
-        for u in reversed(undos):
-            u()
-
-    return undo
 
 
 def _error(code: str, message: str, status: int = 400) -> Exception:
@@ -182,7 +168,7 @@ def _lambda_event_invoke_runs_in_docker(_: PatchContext) -> Undo:
         response_headers["Content-Length"] = "0"
         return b""
 
-    return _replace(LambdaBackend, "invoke", invoke)
+    return replace(LambdaBackend, "invoke", invoke)
 
 
 def _qualifier(function_name: str, qualifier: str | None) -> str | None:
@@ -229,10 +215,10 @@ def _lambda_event_invoke_config_put_appends(_: PatchContext) -> Undo:
         result: dict[str, Any] = put(self, function_name, merged)
         return result
 
-    return _chain(
+    return chain(
         [
-            _replace(LambdaBackend, "put_function_event_invoke_config", put),
-            _replace(LambdaBackend, "update_function_event_invoke_config", update),
+            replace(LambdaBackend, "put_function_event_invoke_config", put),
+            replace(LambdaBackend, "update_function_event_invoke_config", update),
         ]
     )
 
@@ -267,11 +253,11 @@ def _lambda_drops_dead_letter_config(_: PatchContext) -> Undo:
         result: dict[str, Any] = update_configuration(self, updates)
         return result
 
-    return _chain(
+    return chain(
         [
-            _replace(LambdaFunction, "__init__", new_init),
-            _replace(LambdaFunction, "get_configuration", new_get_configuration),
-            _replace(LambdaFunction, "update_configuration", new_update_configuration),
+            replace(LambdaFunction, "__init__", new_init),
+            replace(LambdaFunction, "get_configuration", new_get_configuration),
+            replace(LambdaFunction, "update_configuration", new_update_configuration),
         ]
     )
 
@@ -359,7 +345,7 @@ def _sns_lambda_subscription_runs_in_docker(_: PatchContext) -> Undo:
                 self, message=message, message_id=message_id, subject=subject, attributes=attributes, exc=exc
             )
 
-    return _replace(Subscription, "publish", publish)
+    return replace(Subscription, "publish", publish)
 
 
 def _sns_raw_delivery_binary_attributes_break_receive(_: PatchContext) -> Undo:
@@ -384,7 +370,7 @@ def _sns_raw_delivery_binary_attributes_break_receive(_: PatchContext) -> Undo:
             }
         original(self, message, message_id, *args, **kwargs)
 
-    return _replace(Subscription, "publish", publish)
+    return replace(Subscription, "publish", publish)
 
 
 def _sns_delivery_failed(
@@ -428,7 +414,7 @@ def _sns_publish_size_ignores_attributes(_: PatchContext) -> Undo:
         result: str = original(self, message, arn, *args, **kwargs)
         return result
 
-    return _replace(SNSBackend, "publish", publish)
+    return replace(SNSBackend, "publish", publish)
 
 
 _SNS_MAX_BYTES = 262_144
@@ -446,7 +432,7 @@ def _sqs_lists_internal_queue(_: PatchContext) -> Undo:
     def list_queues(self: Any, queue_name_prefix: str) -> list[Any]:
         return [q for q in original(self, queue_name_prefix) if q.name != ASYNC_QUEUE_NAME]
 
-    return _replace(SQSBackend, "list_queues", list_queues)
+    return replace(SQSBackend, "list_queues", list_queues)
 
 
 def _install_clock(ctx: PatchContext) -> None:

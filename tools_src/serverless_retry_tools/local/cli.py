@@ -109,17 +109,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.example == "self-healing":
         from serverless_retry_tools.local.selfheal_demo import SelfHealingOptions, run_selfheal_demo
 
-        options = SelfHealingOptions(
-            per_topic=args.messages,
-            clock_scale=args.clock_scale,
-            deadline_seconds=args.deadline,
-            seed=args.seed,
-            work_dir=Path(args.work_dir) if args.work_dir else None,
-            destroy=not args.keep,
-        )
-        if args.repo:
-            options.repo = Path(args.repo)
-        return run_selfheal_demo(options, sys.stdout)
+        return run_selfheal_demo(SelfHealingOptions.from_args(args, per_topic=args.messages), sys.stdout)
     if args.example == "native-retry":
         from serverless_retry_tools.local.native_demo import native_demo_main
 
@@ -172,8 +162,8 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
     from serverless_retry_tools.local.terraform import (
         Terraform,
         TerraformError,
-        cli_environment,
         declared_variables,
+        emulator_environment,
     )
 
     root = Path(args.root).resolve()
@@ -184,7 +174,6 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
         Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="serverless-retry-local-"))
     )
     variables: dict[str, Any] = _parse_vars(args.var)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     runtime: Runtime | None = None
     with Emulator(log_path=work_dir / "emulator.log", clock_scale=args.clock_scale) as emulator:
         print(f"emulator at {emulator.url} (work dir {work_dir})", flush=True)
@@ -193,7 +182,7 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
         tf = Terraform(
             root,
             work_dir / "terraform",
-            cli_environment(work_dir / "terraform", {**base, **emulator.env()}),
+            emulator_environment(work_dir / "terraform", emulator.env()),
             printer=lambda line: print(f"  {line}", flush=True),
         )
         try:

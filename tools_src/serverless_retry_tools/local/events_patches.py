@@ -32,7 +32,7 @@ import functools
 import json
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +40,13 @@ from serverless_retry_tools.local.async_patches import enqueue_async, function_a
 from serverless_retry_tools.local.event_pattern import InvalidEventPattern, matches, parse_pattern
 from serverless_retry_tools.local.input_transform import target_input
 from serverless_retry_tools.local.lambda_async import accept_payload
+from serverless_retry_tools.local.patching import Undo, replace
 
 if TYPE_CHECKING:
     from serverless_retry_tools.local.moto_patches import Patch, PatchContext
 
 __all__ = ["PUT_EVENTS_MAX_BYTES", "entry_size", "patches"]
 
-Undo = Callable[[], None]
 PUT_EVENTS_MAX_BYTES = 262_144
 _ENABLED = ("ENABLED", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS")
 _TEST_EVENT_FIELDS = ("id", "account", "source", "time", "region", "resources", "detail-type")
@@ -59,12 +59,6 @@ def entry_size(entry: Mapping[str, Any]) -> int:
     for key in ("Source", "DetailType", "Detail"):
         size += len(str(entry.get(key) or "").encode())
     return size + sum(len(str(r).encode()) for r in entry.get("Resources") or [])
-
-
-def _replace(owner: Any, attr: str, new: Any) -> Undo:
-    old = owner.__dict__[attr]
-    setattr(owner, attr, new)
-    return lambda: setattr(owner, attr, old)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -137,7 +131,7 @@ def _events_put_events_routes_like_moto(_: PatchContext) -> Undo:
             route_event(bus, event)
         return results
 
-    return _replace(EventsBackend, "put_events", put_events)
+    return replace(EventsBackend, "put_events", put_events)
 
 
 def route_event(bus: Any, event: Mapping[str, Any]) -> None:
@@ -293,7 +287,7 @@ def _events_put_rule_takes_any_pattern(_: PatchContext) -> Undo:
                 raise InvalidEventPatternException(exc.reason) from None
         return original(self, name, *args, **kwargs)
 
-    return _replace(EventsBackend, "put_rule", put_rule)
+    return replace(EventsBackend, "put_rule", put_rule)
 
 
 def _events_test_event_pattern_has_no_result(_: PatchContext) -> Undo:
@@ -318,7 +312,7 @@ def _events_test_event_pattern_has_no_result(_: PatchContext) -> Undo:
             raise ValidationException(f"Parameter Event is not valid: missing {', '.join(missing)}.")
         return json.dumps({"Result": matches(pattern, event)})
 
-    return _replace(EventsHandler, "test_event_pattern", test_event_pattern)
+    return replace(EventsHandler, "test_event_pattern", test_event_pattern)
 
 
 def patches() -> list[Patch]:

@@ -22,16 +22,16 @@ At k = 1 logical and real time coincide; only the prompt wake-up differs from mo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from serverless_retry_tools.local.patching import Undo
 
 __all__ = ["CLOCK_ROUTE", "LogicalClock", "install_logical_sqs"]
 
 # Where the emulator serves its clock (``{"epoch", "scale"}``) for a runtime given only the endpoint.
 CLOCK_ROUTE = "/_serverless_retry/clock"
 
-Undo = Callable[[], None]
 # A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
 _WAKE_MARGIN_SECONDS = 0.0005
 # moto's receive loop asks for one-second waits; never sleep longer than that in one go.

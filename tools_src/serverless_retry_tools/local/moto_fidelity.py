@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from serverless_retry_tools.local.patching import Undo, chain, replace
+
 __all__ = ["FIDELITY_PATCHES"]
 
-Undo = Callable[[], None]
 
 # SendMessageBatch: "the maximum total payload size (the sum of the individual lengths of all of the
 # batched messages)" is 1 MiB; a message's size counts its body and its attributes.
@@ -29,20 +30,6 @@ MAX_MESSAGE_ATTRIBUTES = 10
 MAX_BATCH_SIZE_STANDARD = 10_000
 MAX_BATCH_SIZE_FIFO = 10
 MAX_BATCHING_WINDOW = 300
-
-
-def _replace(owner: Any, attr: str, new: Any) -> Undo:
-    old = owner.__dict__[attr]
-    setattr(owner, attr, new)
-    return lambda: setattr(owner, attr, old)
-
-
-def _chain(undos: list[Undo]) -> Undo:
-    def undo() -> None:
-        for u in reversed(undos):
-            u()
-
-    return undo
 
 
 # --- SQS -----------------------------------------------------------------------------------------
@@ -107,10 +94,10 @@ def _sqs_message_limits_unchecked(_: Any) -> Undo:
             raise BatchRequestTooLong(total)
         return send_message_batch(self, queue_name, entries)
 
-    return _chain(
+    return chain(
         [
-            _replace(SQSBackend, "send_message", new_send_message),
-            _replace(SQSBackend, "send_message_batch", new_send_message_batch),
+            replace(SQSBackend, "send_message", new_send_message),
+            replace(SQSBackend, "send_message_batch", new_send_message_batch),
         ]
     )
 
@@ -135,10 +122,10 @@ def _sqs_fifo_redelivers_group_last_first(_: Any) -> Undo:
             queue.pending_messages.discard(message)
         return receive_message(self, queue_name, *args, **kwargs)
 
-    return _chain(
+    return chain(
         [
-            _replace(Queue, "pending_message_groups", property(pending_message_groups)),
-            _replace(SQSBackend, "receive_message", new_receive_message),
+            replace(Queue, "pending_message_groups", property(pending_message_groups)),
+            replace(SQSBackend, "receive_message", new_receive_message),
         ]
     )
 
@@ -198,11 +185,11 @@ def _sqs_dead_letter_source_arn_missing(_: Any) -> Undo:
                 reply.setdefault("Attributes", {})[DEAD_LETTER_SOURCE] = source["StringValue"]
         return result
 
-    return _chain(
+    return chain(
         [
-            _replace(SQSBackend, "receive_message", new_receive_message),
-            _replace(Queue, "add_message", new_add_message),
-            _replace(SQSResponse, "receive_message", new_respond),
+            replace(SQSBackend, "receive_message", new_receive_message),
+            replace(Queue, "add_message", new_add_message),
+            replace(SQSResponse, "receive_message", new_respond),
         ]
     )
 
@@ -243,7 +230,7 @@ def _lambda_list_event_source_mappings_by_name_misses_arns(_: Any) -> Undo:
                 found.append(esm)
         return found
 
-    return _replace(LambdaBackend, "list_event_source_mappings", list_event_source_mappings)
+    return replace(LambdaBackend, "list_event_source_mappings", list_event_source_mappings)
 
 
 def _lambda_event_source_mapping_skips_sqs_rules(_: Any) -> Undo:
@@ -317,10 +304,10 @@ def _lambda_event_source_mapping_skips_sqs_rules(_: Any) -> Undo:
             )
         return update(self, uuid, spec)
 
-    return _chain(
+    return chain(
         [
-            _replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping),
-            _replace(LambdaBackend, "update_event_source_mapping", update_event_source_mapping),
+            replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping),
+            replace(LambdaBackend, "update_event_source_mapping", update_event_source_mapping),
         ]
     )
 
@@ -432,9 +419,9 @@ def _scheduler_skips_request_validation(_: Any) -> Undo:
 
         return call
 
-    return _chain(
+    return chain(
         [
-            _replace(EventBridgeSchedulerResponse, name, guarded(EventBridgeSchedulerResponse.__dict__[name]))
+            replace(EventBridgeSchedulerResponse, name, guarded(EventBridgeSchedulerResponse.__dict__[name]))
             for name in ("create_schedule", "update_schedule")
         ]
     )
@@ -453,7 +440,7 @@ def _scheduler_create_schedule_in_missing_group_fails(_: Any) -> Undo:
         self.get_schedule_group(kwargs.get("group_name"))  # ResourceNotFoundException when missing
         return create_schedule(self, *args, **kwargs)
 
-    return _replace(EventBridgeSchedulerBackend, "create_schedule", new_create_schedule)
+    return replace(EventBridgeSchedulerBackend, "create_schedule", new_create_schedule)
 
 
 FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (

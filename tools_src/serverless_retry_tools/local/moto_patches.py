@@ -21,10 +21,9 @@ from typing import Any
 from urllib.parse import quote
 
 from serverless_retry_tools.local.moto_fidelity import FIDELITY_PATCHES
+from serverless_retry_tools.local.patching import Undo, chain, replace
 
 __all__ = ["PATCHES", "Patch", "PatchContext", "apply_patches", "patched"]
-
-Undo = Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -40,16 +39,6 @@ class Patch:
     name: str
     corrects: str
     install: Callable[[PatchContext], Undo]
-
-
-def _replace(owner: Any, attr: str, new: Any) -> Undo:
-    old = owner.__dict__[attr]
-    setattr(owner, attr, new)
-
-    def undo() -> None:
-        setattr(owner, attr, old)
-
-    return undo
 
 
 # --- SQS ---------------------------------------------------------------------------------------
@@ -72,12 +61,12 @@ def _sqs_drops_redrive_allow_policy(_: PatchContext) -> Undo:
         return result
 
     undos = [
-        _replace(Queue, "BASE_ATTRIBUTES", [*Queue.BASE_ATTRIBUTES, "RedriveAllowPolicy"]),
+        replace(Queue, "BASE_ATTRIBUTES", [*Queue.BASE_ATTRIBUTES, "RedriveAllowPolicy"]),
         # Queues that never had one read the class default instead of raising AttributeError.
         _add(Queue, "redrive_allow_policy", None),
-        _replace(Queue, "attributes", property(attributes)),
+        replace(Queue, "attributes", property(attributes)),
     ]
-    return _chain(undos)
+    return chain(undos)
 
 
 def _sqs_redrive_policy_json_whitespace(_: PatchContext) -> Undo:
@@ -93,7 +82,7 @@ def _sqs_redrive_policy_json_whitespace(_: PatchContext) -> Undo:
             result["RedrivePolicy"] = json.dumps(self.redrive_policy, separators=(",", ":"))
         return result
 
-    return _replace(Queue, "attributes", property(attributes))
+    return replace(Queue, "attributes", property(attributes))
 
 
 def _sqs_set_attributes_wipes_policy(_: PatchContext) -> Undo:
@@ -110,7 +99,7 @@ def _sqs_set_attributes_wipes_policy(_: PatchContext) -> Undo:
         if keep is not None:
             self._policy_json = keep
 
-    return _replace(Queue, "_set_attributes", _set_attributes)
+    return replace(Queue, "_set_attributes", _set_attributes)
 
 
 def _sqs_message_move_task_not_implemented(ctx: PatchContext) -> Undo:
@@ -120,14 +109,6 @@ def _sqs_message_move_task_not_implemented(ctx: PatchContext) -> Undo:
     from serverless_retry_tools.local import move_tasks
 
     return move_tasks.install(ctx.clock, _add)
-
-
-def _chain(undos: list[Undo]) -> Undo:
-    def undo() -> None:
-        for u in reversed(undos):
-            u()
-
-    return undo
 
 
 def _add(owner: Any, attr: str, new: Any) -> Undo:
@@ -181,11 +162,11 @@ def _lambda_ignores_logging_config(_: PatchContext) -> Undo:
         return result
 
     undos = [
-        _replace(LambdaFunction, "__init__", new_init),
-        _replace(LambdaFunction, "get_configuration", new_get_configuration),
-        _replace(LambdaFunction, "update_configuration", new_update_configuration),
+        replace(LambdaFunction, "__init__", new_init),
+        replace(LambdaFunction, "get_configuration", new_get_configuration),
+        replace(LambdaFunction, "update_configuration", new_update_configuration),
     ]
-    return _chain(undos)
+    return chain(undos)
 
 
 def _lambda_event_source_mapping_invokes_in_docker(_: PatchContext) -> Undo:
@@ -204,7 +185,7 @@ def _lambda_event_source_mapping_invokes_in_docker(_: PatchContext) -> Undo:
             queue.lambda_event_source_mappings.pop(esm.function_arn, None)
         return esm
 
-    return _replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping)
+    return replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping)
 
 
 CODE_ROUTE = "/_serverless_retry/lambda-code"
@@ -231,7 +212,7 @@ def _lambda_code_location_unreachable(ctx: PatchContext) -> Undo:
             }
         return resp
 
-    return _replace(LambdaFunction, "get_code", new_get_code)
+    return replace(LambdaFunction, "get_code", new_get_code)
 
 
 # --- EventBridge ---------------------------------------------------------------------------------
@@ -275,7 +256,7 @@ def _events_rule_sns_target_not_implemented(_: PatchContext) -> Undo:
             region, account = arn.split(":")[3], arn.split(":")[4]
             sns_backends[account][region].publish(message, arn=arn)
 
-    return _replace(Rule, "send_to_targets", send_to_targets)
+    return replace(Rule, "send_to_targets", send_to_targets)
 
 
 COMPATIBILITY_PATCHES: tuple[Patch, ...] = (

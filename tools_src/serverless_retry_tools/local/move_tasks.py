@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from serverless_retry_tools.local.patching import Undo
+
 __all__ = ["DEFAULT_RATE", "MAX_RATE", "MoveTask", "MoveTasks", "install"]
 
-Undo = Callable[[], None]
 MAX_RATE = 500  # "The maximum value for messages per second is 500."
 DEFAULT_RATE = MAX_RATE  # unset: SQS optimises for the backlog; the emulator takes the maximum
 MAX_RESULTS = 10

@@ -30,9 +30,7 @@ prints the margin the run had: a lower bound, measured from the moment of sendin
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -45,19 +43,31 @@ from typing import Any, TextIO
 
 import boto3
 
-from serverless_retry_tools.local.accounting import Accounting, SentMessage, account, parse_log_lines
-from serverless_retry_tools.local.demo import (
-    _CLIENT_CONFIG,
-    _base_env,
-    _drain,
-    _logical,
-    _Out,
-    _queue_counts,
-    _read_logs,
-    _send,
-    _table,
-    _totals,
-    find_repo_root,
+from serverless_retry_tools.local.accounting import (
+    Accounting,
+    SentMessage,
+    account,
+    json_records,
+    parse_final,
+    parse_log_lines,
+)
+from serverless_retry_tools.local.accounting_report import print_fates, print_totals
+from serverless_retry_tools.local.demo_frame import (
+    CLIENT_CONFIG,
+    ExampleOptions,
+    ExampleRun,
+    ProgressLines,
+    logical_duration,
+    logical_line,
+    run_example,
+    write_accounting,
+)
+from serverless_retry_tools.local.demo_queues import (
+    queue_counts,
+    queue_depth,
+    read_log_lines,
+    receive_all,
+    send_items,
 )
 from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.native_workload import (
@@ -67,7 +77,6 @@ from serverless_retry_tools.local.native_workload import (
     expected_replays,
 )
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-from serverless_retry_tools.local.terraform import Terraform, TerraformError, cli_environment
 
 __all__ = [
     "NativeOptions",
@@ -90,17 +99,13 @@ Printer = Callable[[str], None]
 
 
 @dataclass
-class NativeOptions:
-    orders: int = 40
+class NativeOptions(ExampleOptions):
     # 180 logical seconds of visibility timeout = 30 real seconds: see the module docstring.
     clock_scale: float = 6.0
-    function_timeout: int = 30
     deadline_seconds: float = 300.0
-    seed: int = 7
+    orders: int = 40
+    function_timeout: int = 30
     failed_receives_before_fix: int = 1
-    repo: Path = field(default_factory=find_repo_root)
-    work_dir: Path | None = None
-    destroy: bool = True
 
 
 @dataclass(frozen=True)
@@ -142,16 +147,7 @@ def parse_bookings(lines: Iterable[str]) -> tuple[list[Booking], Counter[str]]:
     ``ledger entry written`` records counted per order_id (one per write, whichever delivery did it)."""
     accepted: list[Booking] = []
     written: Counter[str] = Counter()
-    for line in lines:
-        text = line.strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            record = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
+    for record in json_records(lines):
         if record.get("message") == _WRITTEN:
             written[str(record.get("order_id", ""))] += 1
         elif record.get("message") == _ACCEPTED:
@@ -276,10 +272,6 @@ def _ledger(dynamodb: Any, table: str) -> dict[str, int]:
     return dict(entries)
 
 
-def _count(sqs: Any, url: str) -> int:
-    return sum(_queue_counts(sqs, url).values())
-
-
 def _labels(items: Iterable[Any]) -> str:
     counts = Counter(item.label for item in items)
     return ", ".join(f"{label} {counts[label]}" for label in LABELS if counts[label])
@@ -304,10 +296,10 @@ def run_story(
     books it; every other delivery of it is answered by idempotency)."""
     layout = Layout.from_outputs(outputs)
     kwargs = emulator.client_kwargs()
-    sqs = boto3.client("sqs", config=_CLIENT_CONFIG, **kwargs)
-    dynamodb = boto3.client("dynamodb", config=_CLIENT_CONFIG, **kwargs)
-    logs = boto3.client("logs", config=_CLIENT_CONFIG, **kwargs)
-    lam = boto3.client("lambda", config=_CLIENT_CONFIG, **kwargs)
+    sqs = boto3.client("sqs", config=CLIENT_CONFIG, **kwargs)
+    dynamodb = boto3.client("dynamodb", config=CLIENT_CONFIG, **kwargs)
+    logs = boto3.client("logs", config=CLIENT_CONFIG, **kwargs)
+    lam = boto3.client("lambda", config=CLIENT_CONFIG, **kwargs)
     problems: list[str] = []
     started = time.monotonic()
     end = started + deadline_seconds
@@ -331,13 +323,17 @@ def run_story(
         if not force and time.monotonic() - last[0] < 4:
             return
         last[0] = time.monotonic()
-        counts = _queue_counts(sqs, layout.queue_url)
+        counts = queue_counts(sqs, layout.queue_url)
         bookings, writes = parse_bookings(watch.snapshot())
         out(
-            f"logical +{_logical(logical())} | queue: {counts['visible']} waiting, {counts['in_flight']} in "
-            f"flight | DLQ {_count(sqs, layout.dlq_url)} | failed receives {watch.failures()} | booked "
-            f"{sum(writes.values())}, answered by idempotency {sum(1 for b in bookings if b.replayed)} | "
-            f"ledger {sum(_ledger(dynamodb, layout.ledger_table).values())}"
+            logical_line(
+                logical(),
+                f"queue: {counts['visible']} waiting, {counts['in_flight']} in flight",
+                f"DLQ {queue_depth(sqs, layout.dlq_url)}",
+                f"failed receives {watch.failures()}",
+                f"booked {sum(writes.values())}, answered by idempotency {sum(1 for b in bookings if b.replayed)}",
+                f"ledger {sum(_ledger(dynamodb, layout.ledger_table).values())}",
+            )
         )
 
     def wait(condition: Callable[[], bool], what: str) -> bool:
@@ -353,14 +349,14 @@ def run_story(
     quiet = [0]
 
     def drained() -> bool:
-        quiet[0] = quiet[0] + 1 if _count(sqs, layout.queue_url) == 0 else 0
+        quiet[0] = quiet[0] + 1 if queue_depth(sqs, layout.queue_url) == 0 else 0
         return quiet[0] >= 2
 
     out(
         f"the buggy release is live; sending {len(workload.during_bug)} messages for "
         f"{len({i.order_id for i in workload.during_bug})} orders: {_labels(workload.during_bug)}"
     )
-    sent = _send(sqs, layout.queue_url, workload.during_bug)
+    sent = send_items(sqs, layout.queue_url, workload.during_bug)
     result = StoryResult(
         sent=sent,
         labels={s.message_id: s.label for s in sent},
@@ -382,7 +378,7 @@ def run_story(
         ids = [s.message_id for s in sent]
         if wait(lambda: watch.failed_at_least(ids, n), f"every message failed {n} receive(s)"):
             progress(force=True)
-            waiting, dead = _count(sqs, layout.queue_url), _count(sqs, layout.dlq_url)
+            waiting, dead = queue_depth(sqs, layout.queue_url), queue_depth(sqs, layout.dlq_url)
             booked = sum(_ledger(dynamodb, layout.ledger_table).values())
             result.bug_snapshot = {"sent": len(sent), "waiting": waiting, "dlq": dead, "ledger": booked}
             out(
@@ -409,15 +405,15 @@ def run_story(
             result.fix_live_logical_s, result.switched_after_seconds = live[0], live[1] - applying
             out(
                 f"terraform apply done in {result.apply_seconds:.0f} s; {FIXED_HANDLER} live "
-                f"{result.switched_after_seconds:.0f} s into it, at logical +{_logical(live[0])}; until then "
+                f"{result.switched_after_seconds:.0f} s into it, at logical +{logical_duration(live[0])}; until then "
                 f"each message had failed at most {watch.most_failed()} receive(s), DLQ "
-                f"{_count(sqs, layout.dlq_url)}"
+                f"{queue_depth(sqs, layout.dlq_url)}"
             )
         if wave_after_drain and wait(drained, "the backlog drained"):
             progress(force=True)
             out("the backlog drained, with no redrive")
         out(f"sending {len(workload.after_fix)} more: {_labels(workload.after_fix)}")
-        later = _send(sqs, layout.queue_url, workload.after_fix)
+        later = send_items(sqs, layout.queue_url, workload.after_fix)
         result.sent = sent = sent + later
         result.labels.update({s.message_id: s.label for s in later})
         quiet[0] = 0
@@ -426,8 +422,8 @@ def run_story(
     finally:
         stop_watching.set()
         runtime.stop()
-    finals = _drain(sqs, layout.dlq_url, "dlq", len(sent))
-    lines = _read_logs(logs, f"/aws/lambda/{layout.function_name}")
+    finals = [parse_final("dlq", m) for m in receive_all(sqs, layout.dlq_url, len(sent))]
+    lines = read_log_lines(logs, f"/aws/lambda/{layout.function_name}")
     result.accounting = account(sent, finals, parse_log_lines(lines))
     result.bookings, result.writes = parse_bookings(lines)
     result.ledger = _ledger(dynamodb, layout.ledger_table)
@@ -460,15 +456,15 @@ def check_bookings(result: StoryResult) -> None:
         problems.append(f"{len(late)} deliveries beyond maxReceiveCount {result.max_receive_count}")
 
 
-def report(result: StoryResult, printer: _Out) -> bool:
+def report(result: StoryResult, printer: ProgressLines) -> bool:
     """The shared accounting table and totals, then what this story adds: the ledger and the margin."""
 
     def out(text: str) -> None:
         printer(text, stamp=False)
 
     out("")
-    _table(result.accounting, printer)
-    accounted = _totals(result.accounting, len(result.sent), printer)
+    print_fates(result.accounting, printer)
+    accounted = print_totals(result.accounting, len(result.sent), printer)
     one_each = set(result.ledger) == result.orders and set(result.ledger.values()) == {1}
     out(
         f"ledger: {sum(result.ledger.values())} entries for {len(result.orders)} orders "
@@ -492,8 +488,8 @@ def report(result: StoryResult, printer: _Out) -> bool:
     if margin is not None and result.fix_live_logical_s is not None:
         last = (result.max_receive_count - 1) * result.visibility_timeout_seconds
         out(
-            f"fix live at logical +{_logical(result.fix_live_logical_s)} after sending; no backlog order could "
-            f"have its receive #{result.max_receive_count} before +{_logical(last)}: margin at least "
+            f"fix live at logical +{logical_duration(result.fix_live_logical_s)} after sending; no backlog order could "
+            f"have its receive #{result.max_receive_count} before +{logical_duration(last)}: margin at least "
             f"{margin:.0f} logical s ({margin / result.clock_scale:.0f} real s at x{result.clock_scale:g})"
         )
     for problem in result.problems:
@@ -504,104 +500,52 @@ def report(result: StoryResult, printer: _Out) -> bool:
 
 
 def run_native_demo(options: NativeOptions, stream: TextIO = sys.stdout) -> int:
-    out = _Out(stream)
-    root = options.repo / "examples" / EXAMPLE
-    package = options.repo / "dist" / "examples" / f"{EXAMPLE}.zip"
-    if not package.is_file():
-        out(f"error: {package} is missing: run ./build.sh package (./build.sh demo does it for you)")
-        return 2
-    # Absolute: terraform runs in its own directory and is given paths under this one.
-    work_dir = (options.work_dir or Path(tempfile.mkdtemp(prefix="serverless-retry-demo-"))).resolve()
-    work_dir.mkdir(parents=True, exist_ok=True)
-    workload = build_native_workload(options.orders, seed=options.seed)
     visibility = 6 * options.function_timeout
-    out(
-        f"serverless-retry demo: examples/{EXAMPLE} (native SQS retry) on a local AWS emulator; clock "
-        f"x{options.clock_scale:g}: a visibility timeout of {visibility} logical s is "
-        f"{visibility / options.clock_scale:.0f} real s (work dir {work_dir})"
+    return run_example(
+        EXAMPLE,
+        options,
+        ProgressLines(stream),
+        lambda run: _tell(run, options),
+        variables={"function_timeout": options.function_timeout, "release": "buggy"},
+        about=" (native SQS retry)",
+        clock_note=f": a visibility timeout of {visibility} logical s is {visibility / options.clock_scale:.0f} real s",
+        applying=' release = "buggy"',
     )
-    with Emulator(log_path=work_dir / "emulator.log", clock_scale=options.clock_scale) as emulator:
-        out(
-            f"emulator (moto in server mode) at {emulator.url}, {len(emulator.applied_patches)} compatibility patches"
-        )
-        tf = Terraform(
-            root,
-            work_dir / "terraform",
-            cli_environment(work_dir / "terraform", {**_base_env(), **emulator.env()}),
-            printer=None,
-        )
-        copy = work_dir / f"{EXAMPLE}.zip"  # a rebuild of dist/ during the run must not change it
-        shutil.copyfile(package, copy)
-        variables: dict[str, Any] = {
-            "aws_endpoint_url": emulator.url,
-            "function_timeout": options.function_timeout,
-            "package": str(copy),
-            "release": "buggy",
-        }
-        status = 1
-        try:
-            tf.init()
-            out(
-                'terraform init done; applying release = "buggy" (the AWS provider waits ~25 s on each SQS queue)'
-            )
-            tf.apply(variables)
-            out(f"terraform apply done in {tf.timings['apply']:.0f} s")
 
-            def deploy_fix() -> None:
-                variables["release"] = "fixed"
-                tf.apply(variables)
 
-            result = run_story(
-                tf.outputs(),
-                emulator=emulator,
-                workload=workload,
-                deploy_fix=deploy_fix,
-                work_dir=work_dir,
-                failed_receives_before_fix=options.failed_receives_before_fix,
-                deadline_seconds=options.deadline_seconds,
-                out=out,
-            )
-            ok = report(result, out)
-            (work_dir / "accounting.json").write_text(
-                json.dumps(
-                    [
-                        {
-                            "message_id": f.sent.message_id,
-                            "order_id": f.sent.order_id,
-                            "label": f.sent.label,
-                            "outcome": f.outcome,
-                            "receives": f.attempts,
-                            "ledger_entries": result.ledger.get(f.sent.order_id, 0),
-                        }
-                        for f in result.accounting.fates
-                    ],
-                    indent=1,
-                )
-            )
-            status = 0 if ok else 1
-        except TerraformError as exc:
-            out(f"error: {exc}")
-        finally:
-            if options.destroy:
-                try:
-                    tf.destroy(variables, refresh=False)
-                    out(f"terraform destroy done in {tf.timings.get('destroy', 0):.0f} s")
-                except TerraformError as exc:
-                    out(f"warning: {exc}")
-    out(f"emulator stopped; total {time.monotonic() - out.started:.0f} s")
-    return status
+def _tell(run: ExampleRun, options: NativeOptions) -> int:
+    def deploy_fix() -> None:
+        run.variables["release"] = "fixed"
+        run.terraform.apply(run.variables)
+
+    result = run_story(
+        run.outputs,
+        emulator=run.emulator,
+        workload=build_native_workload(options.orders, seed=options.seed),
+        deploy_fix=deploy_fix,
+        work_dir=run.work_dir,
+        failed_receives_before_fix=options.failed_receives_before_fix,
+        deadline_seconds=options.deadline_seconds,
+        out=run.out,
+    )
+    ok = report(result, run.out)
+    write_accounting(
+        run.work_dir,
+        [
+            {
+                "message_id": f.sent.message_id,
+                "order_id": f.sent.order_id,
+                "label": f.sent.label,
+                "outcome": f.outcome,
+                "receives": f.attempts,
+                "ledger_entries": result.ledger.get(f.sent.order_id, 0),
+            }
+            for f in result.accounting.fates
+        ],
+    )
+    return 0 if ok else 1
 
 
 def native_demo_main(args: Any, stream: TextIO = sys.stdout) -> int:
-    options = NativeOptions(
-        orders=args.orders,
-        clock_scale=args.clock_scale,
-        function_timeout=args.function_timeout,
-        deadline_seconds=args.deadline,
-        seed=args.seed,
-        work_dir=Path(args.work_dir) if args.work_dir else None,
-        destroy=not args.keep,
-    )
-    if args.repo:
-        options.repo = Path(args.repo)
+    options = NativeOptions.from_args(args, orders=args.orders, function_timeout=args.function_timeout)
     return run_native_demo(options, stream)

@@ -12,22 +12,24 @@ every delivery ended as the example says: the charge function (function one) 1 +
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 import threading
-import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import boto3
 from botocore.config import Config
 
-from serverless_retry_tools.local.demo import _base_env, _logical, _Out, find_repo_root
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.demo_frame import (
+    ExampleOptions,
+    ExampleRun,
+    ProgressLines,
+    run_example,
+    run_until_settled,
+    write_accounting,
+)
+from serverless_retry_tools.local.demo_queues import queue_depth, read_log_lines, receive_all
 from serverless_retry_tools.local.lambda_async import ASYNC_QUEUE_NAME
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.selfheal_accounting import (
@@ -41,26 +43,22 @@ from serverless_retry_tools.local.selfheal_accounting import (
     parse_redrive_logs,
 )
 from serverless_retry_tools.local.selfheal_workload import ExampleFunctions, Message, build_messages
-from serverless_retry_tools.local.terraform import Terraform, TerraformError, cli_environment
 
 __all__ = ["Layout", "SelfHealingOptions", "collect", "publish", "run_selfheal_demo", "settled_probe"]
 
 EXAMPLE = "self-healing"
+# No retries of its own: a settled probe or a drain that fails says so at once.
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 1})
 _DLQS = ("failure_dlq_url", "rules_dlq_url", "redrive_dlq_url", "schedule_dlq_url")
 
 
 @dataclass
-class SelfHealingOptions:
-    per_topic: int = 5
+class SelfHealingOptions(ExampleOptions):
     # Lower than the scheduled-retry demo's: the pipeline between two attempts (destination, pipe,
     # enrichment, rule, redrive, schedule) runs in real time, which the scale multiplies.
     clock_scale: float = 10.0
     deadline_seconds: float = 240.0
-    seed: int = 7
-    repo: Path = field(default_factory=find_repo_root)
-    work_dir: Path | None = None
-    destroy: bool = True
+    per_topic: int = 5
 
 
 def _find(outputs: Mapping[str, Any], name: str) -> Any:
@@ -122,57 +120,19 @@ def publish(sns: Any, layout: Layout, messages: list[Message]) -> list[Published
     return published
 
 
-def _depth(sqs: Any, url: str) -> int:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    return sum(
-        int(attributes.get(k, 0))
-        for k in (
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        )
-    )
-
-
 def settled_probe(clients: Mapping[str, Any], layout: Layout) -> dict[str, int]:
     """What is still in transit: the failure queue, Lambda's async queue, the retry schedules."""
     sqs, scheduler = clients["sqs"], clients["scheduler"]
     try:
-        async_depth = _depth(sqs, sqs.get_queue_url(QueueName=ASYNC_QUEUE_NAME)["QueueUrl"])
+        async_depth = queue_depth(sqs, sqs.get_queue_url(QueueName=ASYNC_QUEUE_NAME)["QueueUrl"])
     except sqs.exceptions.QueueDoesNotExist:
         async_depth = 0
     schedules = scheduler.list_schedules(GroupName=layout.schedule_group).get("Schedules", [])
     return {
-        "failure queue": _depth(sqs, layout.failure_queue_url),
+        "failure queue": queue_depth(sqs, layout.failure_queue_url),
         "async invocations": async_depth,
         "schedules": len(schedules),
     }
-
-
-def _drain(sqs: Any, url: str, limit: int) -> list[dict[str, Any]]:
-    received: list[dict[str, Any]] = []
-    empty = 0
-    for _ in range(limit // 10 + 20):
-        messages = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=43_200, MessageAttributeNames=["All"]
-        ).get("Messages", [])
-        if not messages:
-            empty += 1
-            if empty >= 2:
-                break
-            continue
-        received.extend(messages)
-    return received
-
-
-def _log_lines(logs: Any, group: str) -> list[str]:
-    lines: list[str] = []
-    try:
-        for page in logs.get_paginator("filter_log_events").paginate(logGroupName=group):
-            lines.extend(event["message"] for event in page.get("events", []))
-    except logs.exceptions.ResourceNotFoundException:
-        pass
-    return lines
 
 
 def invocations(events: list[RuntimeEvent]) -> list[Invocation]:
@@ -197,15 +157,15 @@ def collect(
     limit = 4 * len(published) + 20
     finals: list[Final] = [
         parse_exhausted(m["Body"], m.get("MessageAttributes"))
-        for m in _drain(sqs, layout.exhausted_queue_url, limit)
+        for m in receive_all(sqs, layout.exhausted_queue_url, limit)
     ]
     for place, url in layout.dlqs.items():
-        finals.extend(parse_dead_letter(place, m["Body"]) for m in _drain(sqs, url, limit))
-    redrives = parse_redrive_logs(_log_lines(clients["logs"], f"/aws/lambda/{layout.redrive_function}"))
+        finals.extend(parse_dead_letter(place, m["Body"]) for m in receive_all(sqs, url, limit))
+    redrives = parse_redrive_logs(read_log_lines(clients["logs"], f"/aws/lambda/{layout.redrive_function}"))
     return account(published, invocations(events), finals, redrives)
 
 
-def _table(result: SelfHealingAccounting, out: _Out) -> None:
+def _table(result: SelfHealingAccounting, out: ProgressLines) -> None:
     out(
         f"{'message':<8} {'topic':<9} {'function':<22} {'outcome':<14} {'attempts':>8}  {'backoff (s)':<14} "
         f"{'waited (s)':<15} evidence",
@@ -229,7 +189,7 @@ def _table(result: SelfHealingAccounting, out: _Out) -> None:
     )
 
 
-def _totals(result: SelfHealingAccounting, messages: int, out: _Out) -> bool:
+def _totals(result: SelfHealingAccounting, messages: int, out: ProgressLines) -> bool:
     totals = result.totals
     out(stamp=False)
     parts = ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
@@ -259,60 +219,16 @@ def _totals(result: SelfHealingAccounting, messages: int, out: _Out) -> bool:
 
 
 def run_selfheal_demo(options: SelfHealingOptions, stream: TextIO) -> int:
-    out = _Out(stream)
-    root = options.repo / "examples" / EXAMPLE
-    package = options.repo / "dist" / "examples" / f"{EXAMPLE}.zip"
-    if not root.is_dir():
-        out(f"error: {root} is missing")
-        return 2
-    if not package.is_file():
-        out(f"error: {package} is missing: run ./build.sh package (./build.sh demo does it for you)")
-        return 2
-    work_dir = options.work_dir or Path(tempfile.mkdtemp(prefix="serverless-retry-demo-"))
-    work_dir.mkdir(parents=True, exist_ok=True)
-    out(
-        f"serverless-retry demo: examples/{EXAMPLE} on a local AWS emulator; clock x{options.clock_scale:g} "
-        f"(work dir {work_dir})"
-    )
-    with Emulator(log_path=work_dir / "emulator.log", clock_scale=options.clock_scale) as emulator:
-        out(f"emulator (moto in server mode) at {emulator.url}, {len(emulator.applied_patches)} patches")
-        tf = Terraform(
-            root,
-            work_dir / "terraform",
-            cli_environment(work_dir / "terraform", {**_base_env(), **emulator.env()}),
-        )
-        copy = work_dir / f"{EXAMPLE}.zip"
-        shutil.copyfile(package, copy)  # a rebuild of dist/ during the run must not change it mid-apply
-        variables = {"aws_endpoint_url": emulator.url, "package": str(copy)}
-        try:
-            tf.init()
-            out("terraform init done; applying (the AWS provider waits ~25 s on each SQS queue and policy)")
-            tf.apply(variables)
-            out(f"terraform apply done in {tf.timings['apply']:.0f} s")
-            status = _exercise(tf.outputs(), emulator, options=options, work_dir=work_dir, out=out)
-        except (TerraformError, KeyError) as exc:
-            out(f"error: {exc}")
-            return 1
-        finally:
-            if options.destroy:
-                try:
-                    tf.destroy(variables, refresh=False)
-                    out(f"terraform destroy done in {tf.timings.get('destroy', 0):.0f} s")
-                except TerraformError as exc:
-                    out(f"warning: {exc}")
-    out(f"emulator stopped; total {time.monotonic() - out.started:.0f} s")
-    return status
+    return run_example(EXAMPLE, options, ProgressLines(stream), lambda run: _exercise(run, options))
 
 
-def _exercise(
-    outputs: dict[str, Any],
-    emulator: Emulator,
-    *,
-    options: SelfHealingOptions,
-    work_dir: Path,
-    out: _Out,
-) -> int:
-    layout = Layout.from_outputs(outputs)
+def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
+    emulator, out = run.emulator, run.out
+    try:
+        layout = Layout.from_outputs(run.outputs)
+    except KeyError as exc:
+        out(f"error: {exc}")
+        return 1
     messages = build_messages(options.per_topic, layout.functions, seed=options.seed)
     kwargs = emulator.client_kwargs()
     clients: dict[str, Any] = {
@@ -328,42 +244,33 @@ def _exercise(
         if event.kind in ("error", "warning", "destination-failed", "schedule-dead-lettered"):
             out(f"runtime {event.kind}: {d}")
 
-    runtime = Runtime(emulator.url, region=emulator.region, work_dir=work_dir / "runtime", on_event=on_event)
+    runtime = Runtime(
+        emulator.url, region=emulator.region, work_dir=run.work_dir / "runtime", on_event=on_event
+    )
     counts = Counter(m.topic for m in messages)
     out(
         f"publishing {counts['orders']} orders (to {layout.functions.charge} and {layout.functions.audit}) and "
         f"{counts['invoices']} invoices (to {layout.functions.invoice})"
     )
     published = publish(clients["sns"], layout, messages)
-    started = runtime.clock.now()
-    runtime.start()
-    state = {"quiet": 0, "last": 0.0}
 
-    def settled() -> bool:
-        pending = settled_probe(clients, layout)
-        now = time.monotonic()
-        if now - state["last"] >= 3:
-            state["last"] = now
-            with lock:
-                runs = sum(1 for e in events if e.kind == "async-invoke")
-            logical = (runtime.clock.now() - started).total_seconds()
-            out(
-                f"logical +{_logical(logical)} | "
-                + ", ".join(f"{k} {v}" for k, v in pending.items())
-                + f" | invocations {runs}"
-            )
-        state["quiet"] = state["quiet"] + 1 if not any(pending.values()) else 0
-        return state["quiet"] >= 3
+    def progress(pending: Mapping[str, int]) -> list[str]:
+        with lock:
+            runs = sum(1 for e in events if e.kind == "async-invoke")
+        return [", ".join(f"{k} {v}" for k, v in pending.items()), f"invocations {runs}"]
 
-    done = runtime.run(until=settled, deadline_seconds=options.deadline_seconds, check_every=0.5)
-    out(
-        (
-            "every delivery reached a final place"
-            if done
-            else f"deadline of {options.deadline_seconds:.0f} s passed"
-        )
-        + f"; runtime: {runtime.stats['async_invocations']} async invocations, {runtime.stats['pipe_batches']} pipe "
-        f"batches, {runtime.stats['schedules_fired']} schedules fired"
+    done = run_until_settled(
+        runtime,
+        out,
+        in_transit=lambda: settled_probe(clients, layout),
+        progress=progress,
+        quiet_checks=3,
+        deadline_seconds=options.deadline_seconds,
+        finals="delivery",
+        summary=lambda: (
+            f"{runtime.stats['async_invocations']} async invocations, "
+            f"{runtime.stats['pipe_batches']} pipe batches, {runtime.stats['schedules_fired']} schedules fired"
+        ),
     )
     with lock:
         seen = list(events)
@@ -371,23 +278,21 @@ def _exercise(
     out(stamp=False)
     _table(result, out)
     ok = _totals(result, len(published), out)
-    (work_dir / "accounting.json").write_text(
-        json.dumps(
-            [
-                {
-                    "message_id": d.message.message_id,
-                    "order_id": d.message.key,
-                    "topic": d.message.topic,
-                    "function": d.expected.function,
-                    "outcome": d.outcome,
-                    "attempts": d.attempts,
-                    "delays": list(d.delays),
-                    "evidence": d.evidence,
-                    "problems": list(d.problems),
-                }
-                for d in result.deliveries
-            ],
-            indent=1,
-        )
+    write_accounting(
+        run.work_dir,
+        [
+            {
+                "message_id": d.message.message_id,
+                "order_id": d.message.key,
+                "topic": d.message.topic,
+                "function": d.expected.function,
+                "outcome": d.outcome,
+                "attempts": d.attempts,
+                "delays": list(d.delays),
+                "evidence": d.evidence,
+                "problems": list(d.problems),
+            }
+            for d in result.deliveries
+        ],
     )
     return 0 if ok and done else 1

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Terraform", "TerraformError", "cli_environment", "declared_variables"]
+__all__ = ["Terraform", "TerraformError", "cli_environment", "declared_variables", "emulator_environment"]
 
 _VARIABLE = re.compile(r'^\s*variable\s+"([^"]+)"', re.MULTILINE)
 Printer = Callable[[str], None]
@@ -65,6 +65,13 @@ def cli_environment(work_dir: Path, base: Mapping[str, str] | None = None) -> di
         )
         env["TF_CLI_CONFIG_FILE"] = str(rc)
     return env
+
+
+def emulator_environment(work_dir: Path, emulator: Mapping[str, str]) -> dict[str, str]:
+    """Environment for terraform against the local emulator: the caller's without any ``AWS_*``
+    setting (no real credentials, profile or endpoint leak in), plus the emulator's."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    return cli_environment(work_dir, {**base, **emulator})
 
 
 @dataclass

@@ -15,9 +15,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_MIX", "MALFORMED", "WorkItem", "build_workload"]
+__all__ = ["DEFAULT_MIX", "LABELS", "MALFORMED", "WorkItem", "build_workload"]
 
 MALFORMED = "malformed-envelope"
+# The order the demo lists the labels in: from the first-time successes to what never succeeds.
+LABELS = ("ok", "throttle", "timeout", "long-throttle", "always-timeout", "invalid", MALFORMED)
 
 # Share of each behaviour in the orders (the malformed envelope comes on top).
 DEFAULT_MIX: dict[str, float] = {
