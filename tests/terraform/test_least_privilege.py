@@ -1,0 +1,137 @@
+"""Least privilege, proven both ways, for every role our modules create or extend.
+
+Each case plans a module with the ARNs AWS would give it (tests/terraform/iam/plan.py), builds the
+same names on in-process moto, runs the deployed handlers with their planned environments through
+every call path of that configuration, and records each AWS call and who makes it (the function's
+code, or a service acting with a role). Then:
+
+- every call is allowed by the planned policy of the role it is made with, on the exact ARN it names
+  (with the KMS and iam:PassRole permissions the service needs behind it, and the Scheduler's
+  deliveries as the execution role);
+- every action on every resource the policies grant is used by some recorded path or service, or is
+  listed in check.EXPLAINED with the reason;
+- each role trusts only the service that uses it, and every rule target can be delivered to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from moto import mock_aws
+from serverless_retry_tools.local.moto_patches import patched
+
+from tests.terraform.conftest import Workspace
+from tests.terraform.iam import check, operator_paths
+from tests.terraform.iam.actions import Need, all_needs
+from tests.terraform.iam.consumer_paths import POLICY, ConsumerRun
+from tests.terraform.iam.granted import Granted, granted
+from tests.terraform.iam.plan import plan_with_arns
+from tests.terraform.iam.recorder import Recorder
+from tests.terraform.iam.world import External, World
+
+PACKAGE = "../../tests/terraform/fixtures/empty.zip"
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+TABLE = "orders-idempotency"
+TABLE_ARN = f"arn:aws:dynamodb:us-east-1:123456789012:table/{TABLE}"
+CONSUMER = "serverless_retry.handlers.consumer.handler"
+OPERATOR = "serverless_retry.handlers.redrive_queue.handler"
+
+SCHEDULED: dict[str, dict[str, Any]] = {
+    # auto: SQS delays, the Scheduler beyond 900 s; KMS, tracing, idempotency, the operator function.
+    "standard": {
+        "retry_policy": POLICY,
+        "kms_key_arn": KEY,
+        "tracing": True,
+        "idempotency_table_arn": TABLE_ARN,
+        "operator_redrive": {"enabled": True},
+    },
+    "delays_within_900s": {"retry_policy": {**POLICY, "rules": POLICY["rules"][:1]}},
+    "visibility": {"retry_policy": {**POLICY, "transport": "visibility"}, "idempotency_table_arn": TABLE_ARN},
+    "sqs_hops": {"retry_policy": {**POLICY, "transport": "sqs-hops"}},
+    "fifo_ordered": {"fifo": True, "retry_policy": POLICY, "idempotency_table_arn": TABLE_ARN},
+    "fifo_unordered": {"fifo": True, "fifo_order": "unordered", "retry_policy": POLICY, "kms_key_arn": KEY},
+}
+
+
+@dataclass
+class Outcome:
+    granted: Granted
+    needs: list[Need]
+    problems: list[check.Problem]
+
+
+@pytest.fixture(scope="module")
+def scheduled_plans(workspace: Workspace) -> dict[str, Granted]:
+    cases = {
+        name: {
+            "name": "orders",
+            "package": PACKAGE,
+            "processor": "tests.terraform.iam.processors:handle",
+            **variables,
+        }
+        for name, variables in SCHEDULED.items()
+    }
+    return {
+        name: granted(p)
+        for name, p in plan_with_arns(workspace, "modules/scheduled-retry", cases, "iam-tests").items()
+    }
+
+
+@pytest.fixture(autouse=True)
+def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in __import__("os").environ if n.startswith("AWS_ENDPOINT_URL")] + ["AWS_PROFILE"]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+
+@pytest.fixture
+def world_of() -> Iterator[Any]:
+    with (
+        mock_aws(config={"lambda": {"use_docker": False}}),
+        patched("sqs_message_move_task_not_implemented"),
+    ):
+        recorder = Recorder()
+        with recorder.recording():
+
+            def make(g: Granted, external: External) -> World:
+                world = World(g, external, recorder)
+                world.create()
+                return world
+
+            yield make
+
+
+def _verdict(world: World, function_roles: dict[str, str]) -> Outcome:
+    g = world.granted
+    facts = world.facts
+    needs = (
+        all_needs(world.recorder.calls, facts) + world.notes + check.platform_needs(g, facts, function_roles)
+    )
+    target_problems, _ = check.rule_targets(g)
+    problems = (
+        check.denied(g, needs) + check.unused(g, needs) + check.trust(g, function_roles) + target_problems
+    )
+    return Outcome(g, needs, problems)
+
+
+@pytest.mark.parametrize("case", SCHEDULED)
+def test_scheduled_retry_grants_exactly_what_its_functions_use(
+    scheduled_plans: dict[str, Granted], world_of: Any, case: str
+) -> None:
+    g = scheduled_plans[case]
+    external = External(tables=[TABLE] if SCHEDULED[case].get("idempotency_table_arn") else [])
+    world: World = world_of(g, external)
+    consumer = next(f for f in g.functions.values() if f.handler == CONSUMER)
+    ConsumerRun(world, consumer).every_path()
+    operator = next((f for f in g.functions.values() if f.handler == OPERATOR), None)
+    if operator is not None:
+        operator_paths.every_path(world, operator)
+    outcome = _verdict(world, {})
+    if outcome.problems:
+        pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)
