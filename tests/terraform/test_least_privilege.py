@@ -24,7 +24,7 @@ from moto import mock_aws
 from serverless_retry_tools.local.moto_patches import patched
 
 from tests.terraform.conftest import Workspace
-from tests.terraform.iam import check, operator_paths
+from tests.terraform.iam import check, operator_paths, selfheal_paths
 from tests.terraform.iam.actions import Need, all_needs
 from tests.terraform.iam.consumer_paths import POLICY, ConsumerRun
 from tests.terraform.iam.granted import Granted, granted
@@ -56,6 +56,40 @@ SCHEDULED: dict[str, dict[str, Any]] = {
 }
 
 
+TOPIC_KEY = "arn:aws:kms:us-east-1:123456789012:key/5678abcd-12ab-34cd-56ef-1234567890ab"
+SOURCE_ROLES = {
+    "orders-fn": "orders-fn-role",
+    "reindex-fn": "reindex-fn-role",
+    "billing-fn": "billing-fn-role",
+}
+SELF_HEALING: dict[str, dict[str, Any]] = {
+    # Redrive to the failed function: an immediate invoke (reindex), a schedule (orders), exhausted.
+    "function": {
+        "sources": {
+            "orders": {"function_name": "orders-fn", "function_role_name": "orders-fn-role", "topic_arn": selfheal_paths.TOPIC},
+            "reindex": {"function_name": "reindex-fn", "function_role_name": "reindex-fn-role", "retry_policy": selfheal_paths.NOW},
+        },
+        "retry_policy": selfheal_paths.POLICY,
+        "do_not_retry": ["KeyError", "ValidationError"],
+    },
+    # Redrive to the topic (publish now, a schedule that publishes), with the function as the fallback;
+    # SSE-KMS queues and encrypted topics; tracing.
+    "topic": {
+        "sources": {
+            "orders": {"function_name": "orders-fn", "function_role_name": "orders-fn-role", "topic_arn": selfheal_paths.TOPIC, "retry_policy": selfheal_paths.NOW},
+            "billing": {"function_name": "billing-fn", "function_role_name": "billing-fn-role", "topic_arn": selfheal_paths.BILLING_TOPIC},
+            "reindex": {"function_name": "reindex-fn", "function_role_name": "reindex-fn-role"},
+        },
+        "retry_policy": selfheal_paths.POLICY,
+        "do_not_retry": ["KeyError", "ValidationError"],
+        "redrive_to": "topic",
+        "kms_key_arn": KEY,
+        "topic_kms_key_arns": [TOPIC_KEY],
+        "tracing": True,
+    },
+}  # fmt: skip
+
+
 @dataclass
 class Outcome:
     granted: Granted
@@ -77,6 +111,17 @@ def scheduled_plans(workspace: Workspace) -> dict[str, Granted]:
     return {
         name: granted(p)
         for name, p in plan_with_arns(workspace, "modules/scheduled-retry", cases, "iam-tests").items()
+    }
+
+
+@pytest.fixture(scope="module")
+def self_healing_plans(workspace: Workspace) -> dict[str, Granted]:
+    cases = {
+        name: {"name": "heal", "package": PACKAGE, **variables} for name, variables in SELF_HEALING.items()
+    }
+    return {
+        name: granted(p)
+        for name, p in plan_with_arns(workspace, "modules/self-healing", cases, "iam-tests").items()
     }
 
 
@@ -133,5 +178,21 @@ def test_scheduled_retry_grants_exactly_what_its_functions_use(
     if operator is not None:
         operator_paths.every_path(world, operator)
     outcome = _verdict(world, {})
+    if outcome.problems:
+        pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)
+
+
+@pytest.mark.parametrize("case", SELF_HEALING)
+def test_self_healing_grants_exactly_what_its_functions_and_services_use(
+    self_healing_plans: dict[str, Granted], world_of: Any, case: str
+) -> None:
+    g = self_healing_plans[case]
+    sources = SELF_HEALING[case]["sources"]
+    roles = {s["function_name"]: s["function_role_name"] for s in sources.values()}
+    key = TOPIC_KEY if SELF_HEALING[case].get("topic_kms_key_arns") else None
+    topics = {s["topic_arn"]: key for s in sources.values() if s.get("topic_arn")}
+    world: World = world_of(g, External(functions=roles, topics=topics))
+    selfheal_paths.every_path(world, topic_mode=SELF_HEALING[case].get("redrive_to") == "topic")
+    outcome = _verdict(world, roles)
     if outcome.problems:
         pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)

@@ -54,6 +54,7 @@ class Granted:
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule name -> values
     targets: list[dict[str, Any]] = field(default_factory=list)
     schedule_groups: list[str] = field(default_factory=list)
+    buses: list[str] = field(default_factory=list)
     log_groups: dict[str, str] = field(default_factory=dict)  # name -> ARN
 
     def role_of_arn(self, arn: str) -> Role:
@@ -139,6 +140,7 @@ def granted(planned: Planned) -> Granted:
     g.rules = {v["name"]: v for v in planned.of("aws_cloudwatch_event_rule").values()}
     g.targets = list(planned.of("aws_cloudwatch_event_target").values())
     g.schedule_groups = [v["name"] for v in planned.of("aws_scheduler_schedule_group").values()]
+    g.buses = [v["name"] for v in planned.of("aws_cloudwatch_event_bus").values()]
     return g
 
 

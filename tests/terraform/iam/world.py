@@ -62,6 +62,7 @@ class World:
 
     def __post_init__(self) -> None:
         self.sqs = boto3.client("sqs", region_name=REGION)
+        self.events = boto3.client("events", region_name=REGION)
 
     @property
     def facts(self) -> Facts:
@@ -83,6 +84,8 @@ class World:
                 self.sqs.set_queue_attributes(
                     QueueUrl=queue.url, Attributes={"RedrivePolicy": queue.redrive_policy}
                 )
+        for bus in g.buses:
+            self.events.create_event_bus(Name=bus)
         scheduler = boto3.client("scheduler", region_name=REGION)
         for group in g.schedule_groups:
             scheduler.create_schedule_group(Name=group)
