@@ -15,6 +15,7 @@ code, or a service acting with a role). Then:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from tests.terraform.iam.actions import Need, all_needs
 from tests.terraform.iam.consumer_paths import POLICY, ConsumerRun
 from tests.terraform.iam.granted import Granted, granted
 from tests.terraform.iam.plan import plan_with_arns
+from tests.terraform.iam.policy import Statement
 from tests.terraform.iam.recorder import Recorder
 from tests.terraform.iam.world import External, World
 
@@ -196,3 +198,35 @@ def test_self_healing_grants_exactly_what_its_functions_and_services_use(
     outcome = _verdict(world, roles)
     if outcome.problems:
         pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)
+
+
+def test_the_check_catches_a_missing_grant_and_an_extra_one(
+    scheduled_plans: dict[str, Granted], world_of: Any
+) -> None:
+    """The same recorded run against the standard case's policy less one action (the defect this test
+    was written for: BatchWriteItem) and plus one statement no path needs."""
+    g = copy.deepcopy(scheduled_plans["standard"])
+    world: World = world_of(g, External(tables=[TABLE]))
+    ConsumerRun(world, next(f for f in g.functions.values() if f.handler == CONSUMER)).every_path()
+    consumer = g.roles["orders-consumer"]
+    claims = next(s for s in consumer.policy if s.sid == "RetryClaims")
+    narrowed = {**claims.raw, "Action": ["dynamodb:PutItem"]}
+    extra = {
+        "Sid": "Extra",
+        "Effect": "Allow",
+        "Action": "sqs:SendMessage",
+        "Resource": g.queue_by_name("orders-dlq").arn,
+    }
+    consumer.policy = [s for s in consumer.policy if s is not claims] + [
+        Statement(claims.document, claims.index, narrowed),
+        Statement("extra", 0, extra),
+    ]
+    problems = check.describe(_verdict(world, {}).problems)
+    assert (
+        "needs dynamodb:BatchWriteItem on arn:aws:dynamodb:us-east-1:123456789012:table/orders-idempotency"
+        in problems
+    )
+    assert (
+        "Extra grants sqs:SendMessage on arn:aws:sqs:us-east-1:123456789012:orders-dlq, which no path uses"
+        in problems
+    )
