@@ -34,7 +34,7 @@ from tests.terraform.iam.policy import Statement
 from tests.terraform.iam.recorder import Recorder
 from tests.terraform.iam.world import External, World
 
-PACKAGE = "../../tests/terraform/fixtures/empty.zip"
+PACKAGE = "../tests/terraform/fixtures/empty.zip"  # from the generated root (tests/terraform/iam/plan.py)
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TABLE = "orders-idempotency"
 TABLE_ARN = f"arn:aws:dynamodb:us-east-1:123456789012:table/{TABLE}"
@@ -100,31 +100,20 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def scheduled_plans(workspace: Workspace) -> dict[str, Granted]:
-    cases = {
-        name: {
-            "name": "orders",
-            "package": PACKAGE,
-            "processor": "tests.terraform.iam.processors:handle",
-            **variables,
-        }
-        for name, variables in SCHEDULED.items()
-    }
-    return {
-        name: granted(p)
-        for name, p in plan_with_arns(workspace, "modules/scheduled-retry", cases, "iam-tests").items()
-    }
-
-
-@pytest.fixture(scope="module")
-def self_healing_plans(workspace: Workspace) -> dict[str, Granted]:
-    cases = {
-        name: {"name": "heal", "package": PACKAGE, **variables} for name, variables in SELF_HEALING.items()
-    }
-    return {
-        name: granted(p)
-        for name, p in plan_with_arns(workspace, "modules/self-healing", cases, "iam-tests").items()
-    }
+def plans(workspace: Workspace) -> dict[str, Granted]:
+    """Every case of both modules, planned together (one root, one `terraform test`)."""
+    processor = "tests.terraform.iam.processors:handle"
+    cases: dict[str, tuple[str, dict[str, Any]]] = {
+        **{
+            f"scheduled_{name}": ("modules/scheduled-retry", {"name": "orders", "package": PACKAGE, "processor": processor, **variables})
+            for name, variables in SCHEDULED.items()
+        },
+        **{
+            f"healing_{name}": ("modules/self-healing", {"name": "heal", "package": PACKAGE, **variables})
+            for name, variables in SELF_HEALING.items()
+        },
+    }  # fmt: skip
+    return {case: granted(planned) for case, planned in plan_with_arns(workspace, cases).items()}
 
 
 @pytest.fixture(autouse=True)
@@ -169,9 +158,9 @@ def _verdict(world: World, function_roles: dict[str, str]) -> Outcome:
 
 @pytest.mark.parametrize("case", SCHEDULED)
 def test_scheduled_retry_grants_exactly_what_its_functions_use(
-    scheduled_plans: dict[str, Granted], world_of: Any, case: str
+    plans: dict[str, Granted], world_of: Any, case: str
 ) -> None:
-    g = scheduled_plans[case]
+    g = plans[f"scheduled_{case}"]
     external = External(tables=[TABLE] if SCHEDULED[case].get("idempotency_table_arn") else [])
     world: World = world_of(g, external)
     consumer = next(f for f in g.functions.values() if f.handler == CONSUMER)
@@ -186,9 +175,9 @@ def test_scheduled_retry_grants_exactly_what_its_functions_use(
 
 @pytest.mark.parametrize("case", SELF_HEALING)
 def test_self_healing_grants_exactly_what_its_functions_and_services_use(
-    self_healing_plans: dict[str, Granted], world_of: Any, case: str
+    plans: dict[str, Granted], world_of: Any, case: str
 ) -> None:
-    g = self_healing_plans[case]
+    g = plans[f"healing_{case}"]
     sources = SELF_HEALING[case]["sources"]
     roles = {s["function_name"]: s["function_role_name"] for s in sources.values()}
     key = TOPIC_KEY if SELF_HEALING[case].get("topic_kms_key_arns") else None
@@ -200,12 +189,10 @@ def test_self_healing_grants_exactly_what_its_functions_and_services_use(
         pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)
 
 
-def test_the_check_catches_a_missing_grant_and_an_extra_one(
-    scheduled_plans: dict[str, Granted], world_of: Any
-) -> None:
+def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Granted], world_of: Any) -> None:
     """The same recorded run against the standard case's policy less one action (the defect this test
     was written for: BatchWriteItem) and plus one statement no path needs."""
-    g = copy.deepcopy(scheduled_plans["standard"])
+    g = copy.deepcopy(plans["scheduled_standard"])
     world: World = world_of(g, External(tables=[TABLE]))
     ConsumerRun(world, next(f for f in g.functions.values() if f.handler == CONSUMER)).every_path()
     consumer = g.roles["orders-consumer"]

@@ -1,20 +1,19 @@
-"""Plan a module with the ARNs AWS would give its resources, and read what it grants.
+"""Plan modules with the ARNs AWS would give their resources, and read what they grant.
 
 On the mock provider no policy is rendered (its ``aws_iam_policy_document`` is a mock), and on the
 real provider a first plan renders none either: the documents name ARNs "known after apply", and a
-data source that refers to a resource with pending changes is read only at apply. So each case runs
-twice in `terraform test`:
+data source that refers to a resource with pending changes is read only at apply. So the cases, each
+an instance of its module in one generated root, run twice in `terraform test`:
 
-1. ``plan`` on the mock provider, to list the resources the case creates and their names;
+1. ``plan`` on the mock provider, to list the resources and their names;
 2. ``apply`` on the real AWS provider, offline (no credentials; every endpoint a closed local port;
-   the account from an ``override_data``), with an ``override_resource`` for *every* resource: no
-   resource is created (an overridden resource never reaches the provider), each gets the ARN (and
-   URL) AWS derives from its name, and the provider's own ``aws_iam_policy_document`` renders every
-   policy exactly as an apply would send it to IAM. ``-verbose`` prints the resulting state.
+   the account from an ``override_data``), with an ``override_resource`` for *every* resource: none is
+   created (an overridden resource never reaches the provider), each gets the ARN (and URL) AWS derives
+   from its name, and the provider's own ``aws_iam_policy_document`` renders every policy exactly as
+   an apply would send it to IAM. ``-verbose`` prints the resulting state.
 
 The ARN formats are AWS's (and moto's): the scenarios create the same names on moto, so a call the
-code makes names the very ARN the policy was rendered for. Each case is a file of its own, so each
-has its own state.
+code makes names the very ARN the policy was rendered for.
 """
 
 from __future__ import annotations
@@ -24,9 +23,11 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from tests.terraform.conftest import Workspace
+from tests.terraform.conftest import Workspace, init
+from tests.terraform.tftest_runs import hcl_literal
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -114,11 +115,10 @@ def computed(rtype: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
 
 @dataclass
 class Planned:
-    """What one case would create: every resource (address -> planned values) and the outputs."""
+    """What one case would create: every resource (address -> planned values)."""
 
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)  # address -> resource type
-    outputs: dict[str, Any] = field(default_factory=dict)
 
     def of(self, rtype: str) -> dict[str, dict[str, Any]]:
         return {a: v for a, v in self.resources.items() if self.types[a] == rtype}
@@ -131,34 +131,20 @@ class _Run:
     planned: Planned = field(default_factory=Planned)
 
 
-def _run_files(
-    workspace: Workspace, module: str, directory: str, files: Mapping[str, str]
-) -> dict[str, _Run]:
-    """Run the test files ``files`` (name -> text) in one `terraform test` process. Each file has a
-    state of its own: cases that apply must not see each other's resources."""
-    tests = workspace.dir(module) / directory
+def _terraform_test(root: Path, workspace: Workspace, text: str) -> _Run:
+    """One run block (``text`` is the whole test file) in one `terraform test` process."""
+    tests = root / "tests"
     if tests.exists():
         shutil.rmtree(tests)
     tests.mkdir()
-    for name, text in files.items():
-        (tests / f"{name}.tftest.hcl").write_text(text, encoding="utf-8")
-    result = workspace.terraform.run(
-        ["test", "-json", "-verbose", "-no-color", f"-test-directory={directory}"],
-        workspace.dir(module),
-        timeout=600,
-    )
-    runs: dict[str, _Run] = {}
+    (tests / "case.tftest.hcl").write_text(text, encoding="utf-8")
+    result = workspace.terraform.run(["test", "-json", "-verbose", "-no-color"], root, timeout=900)
+    run = _Run()
     for line in result.stdout.splitlines():
         try:
             message = json.loads(line)
         except ValueError:
             continue
-        name = message.get("@testrun")
-        if not name:
-            if message.get("@level") == "error" and "diagnostic" in message:
-                raise AssertionError(f"terraform test failed: {message['diagnostic']}")
-            continue
-        run = runs.setdefault(name, _Run())
         kind = message.get("type")
         if kind == "test_run" and message["test_run"].get("progress") == "complete":
             run.status = message["test_run"]["status"]
@@ -166,81 +152,74 @@ def _run_files(
             d = message["diagnostic"]
             run.errors.append(f"{d.get('summary', '')}: {d.get('detail', '')}")
         elif kind == "test_plan":
-            plan = message["test_plan"]
-            run.planned.outputs = {k: v.get("after") for k, v in plan.get("output_changes", {}).items()}
-            for change in plan.get("resource_changes", []):
-                if change.get("mode") == "data":
-                    continue
-                run.planned.resources[change["address"]] = change["change"].get("after") or {}
-                run.planned.types[change["address"]] = change["type"]
+            for change in message["test_plan"].get("resource_changes", []):
+                if change.get("mode") != "data":
+                    run.planned.resources[change["address"]] = change["change"].get("after") or {}
+                    run.planned.types[change["address"]] = change["type"]
         elif kind == "test_state":
-            state = message["test_state"]
-            run.planned.outputs = {k: v.get("value") for k, v in state.get("outputs", {}).items()}
-            modules = [state.get("root_module", {})]
+            modules = [message["test_state"].get("root_module", {})]
             while modules:
                 current = modules.pop()
                 modules.extend(current.get("child_modules", []))
                 for resource in current.get("resources", []):
-                    if resource.get("mode") == "data":
-                        continue
-                    run.planned.resources[resource["address"]] = resource.get("values") or {}
-                    run.planned.types[resource["address"]] = resource["type"]
-    if not runs:
+                    if resource.get("mode") != "data":
+                        run.planned.resources[resource["address"]] = resource.get("values") or {}
+                        run.planned.types[resource["address"]] = resource["type"]
+    if not run.status:
         raise AssertionError(f"terraform test printed no run:\n{result.stdout[-3000:]}\n{result.stderr}")
-    return runs
-
-
-def _target(address: str) -> str:
-    """An address as an HCL traversal: instance keys stay (module.x[0].aws_y.z["k"])."""
-    return address
+    assert run.status == "pass", "\n".join(run.errors) or result.stdout[-3000:]
+    return run
 
 
 _MODULE_PREFIX = re.compile(r"^((?:module\.[A-Za-z0-9_-]+(?:\[[^\]]+\])?\.)*)")
 
 
 def plan_with_arns(
-    workspace: Workspace, module: str, cases: Mapping[str, Mapping[str, Any]], directory: str
+    workspace: Workspace, cases: Mapping[str, tuple[str, Mapping[str, Any]]]
 ) -> dict[str, Planned]:
-    """Plan ``module`` once per case (name -> variables) with the ARNs AWS would assign, on the real
-    provider (offline), and return what each case would create, policies rendered."""
+    """Plan every case (name -> (module directory, its variables)) with the ARNs AWS would assign, on
+    the real provider (offline), and return what each case would create, policies rendered.
 
-    def block(case: str, command: str, overrides: str = "") -> str:
-        assignments = "\n".join(f"    {k} = {_hcl(v)}" for k, v in cases[case].items())
-        return f'run "{case}" {{\n  command = {command}\n{overrides}  variables {{\n{assignments}\n  }}\n}}\n'
+    The cases are instances of their modules in one generated root (``module "<case>"``), planned and
+    "applied" together: `terraform test` starts the AWS provider for every step of every run, and that
+    start, not the graph, is what an apply of a module costs here. Cases may share names: nothing is
+    created, and each case's resources are read back by its module address."""
+    root = workspace.root / "iam-root"
+    root.mkdir(exist_ok=True)
+    blocks = ['terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws" }\n  }\n}\n']
+    for case, (module, variables) in cases.items():
+        assignments = "".join(f"  {k} = {hcl_literal(v)}\n" for k, v in variables.items())
+        blocks.append(f'module "{case}" {{\n  source = "../{module}"\n{assignments}}}\n')
+    (root / "main.tf").write_text("\n".join(blocks), encoding="utf-8")
+    initialised = init(workspace.terraform, root, "-backend=false")
+    assert initialised.returncode == 0, initialised.stdout + initialised.stderr
 
-    first = _run_files(
-        workspace, module, directory, {"names": "\n".join([FIRST_PASS, *(block(c, "plan") for c in cases)])}
-    )
-    for case, run in first.items():
-        assert run.status == "pass", f"{module} {case} does not plan:\n" + "\n".join(run.errors)
-
-    overrides: dict[str, str] = {}
-    prefixes: set[str] = {""}
-    for case, run in first.items():
-        blocks = []
-        for address, values in run.planned.resources.items():
-            prefix = _MODULE_PREFIX.match(address)
-            prefixes.add(prefix.group(1) if prefix else "")
-            extra = computed(run.planned.types[address], values) or {}
-            blocks.append(
-                f"  override_resource {{\n    target          = {_target(address)}\n"
-                f"    values = {_hcl(extra)}\n  }}\n"
-            )
-        overrides[case] = "".join(blocks)
+    names = _terraform_test(root, workspace, f'{FIRST_PASS}\nrun "names" {{\n  command = plan\n}}\n').planned
+    overrides: list[str] = []
+    prefixes: set[str] = set()
+    for address, values in names.resources.items():
+        prefix = _MODULE_PREFIX.match(address)
+        prefixes.add(prefix.group(1) if prefix else "")
+        extra = computed(names.types[address], values) or {}
+        overrides.append(
+            f"  override_resource {{\n    target = {address}\n    values = {_hcl(extra)}\n  }}\n"
+        )
     identity = "".join(
-        f"override_data {{\n  target = {p}data.aws_caller_identity.current\n"
-        f'  values = {{ account_id = "{ACCOUNT}" }}\n}}\n'
+        f'override_data {{\n  target = {p}data.aws_caller_identity.current\n  values = {{ account_id = "{ACCOUNT}" }}\n}}\n'
         for p in sorted(prefixes)
     )
-    second = _run_files(
+    applied = _terraform_test(
+        root,
         workspace,
-        module,
-        directory,
-        {case: REAL_PROVIDER + identity + block(case, "apply", overrides[case]) for case in cases},
-    )
+        f'{REAL_PROVIDER}{identity}run "arns" {{\n  command = apply\n{"".join(overrides)}}}\n',
+    ).planned
     out: dict[str, Planned] = {}
     for case in cases:
-        run = second[case]
-        assert run.status == "pass", f"{module} {case} does not plan with ARNs:\n" + "\n".join(run.errors)
-        out[case] = run.planned
+        mine = f"module.{case}."
+        planned = Planned()
+        for address, values in applied.resources.items():
+            if address.startswith(mine):
+                planned.resources[address] = values
+                planned.types[address] = applied.types[address]
+        out[case] = planned
     return out
