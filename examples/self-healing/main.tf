@@ -171,28 +171,25 @@ module "heal" {
   tags        = var.tags
 }
 
-# An alarm on every queue where a message can stop: the failure queue (age) and its DLQ, the
-# retry-exhausted queue, and the dead-letter queues of the rule targets, the redrive function and the
-# retry schedules. The monitoring module watches one queue set per instance, hence one per concern.
-locals {
-  monitored = {
-    failures = {
-      source    = module.heal.failure_queue_name
-      dlq       = module.heal.failure_dlq_name
-      exhausted = module.heal.exhausted_queue_name
-    }
-    rules-dlq    = { source = null, dlq = module.heal.rules_dlq_name, exhausted = null }
-    redrive-dlq  = { source = null, dlq = module.heal.redrive_dlq_name, exhausted = null }
-    schedule-dlq = { source = null, dlq = module.heal.schedule_dlq_name, exhausted = null }
-  }
-}
-
+# One dashboard and an alarm on every queue where an event can stop: the failure queue (age) and its
+# DLQ, the retry-exhausted queue, and the dead-letter queues of the rule targets, the redrive function
+# and the retry schedules; plus the enrichment's and the redrive's errors. The sources are graphed, not
+# alarmed: their failures are what the pattern heals (the audit subscriber is no source, but is drawn).
 module "monitoring" {
-  source   = "../../modules/monitoring"
-  for_each = var.monitoring ? local.monitored : {}
+  source = "../../modules/monitoring"
+  count  = var.monitoring ? 1 : 0
 
-  name   = "${var.name}-${each.key}"
-  queues = each.value
+  name    = var.name
+  pattern = "self-healing"
+  queues  = module.heal.queue_names
+  functions = merge(
+    {
+      enrichment = { function_name = module.heal.enrichment_function_name, role = "enrichment" }
+      redrive    = { function_name = module.heal.redrive_function_name, role = "redrive" }
+      audit      = { function_name = aws_lambda_function.example["audit"].function_name, role = "other" }
+    },
+    { for k in ["charge", "invoice"] : k => { function_name = aws_lambda_function.example[k].function_name, role = "source" } },
+  )
 
   alarm_actions = var.alarm_actions
   ok_actions    = var.alarm_actions

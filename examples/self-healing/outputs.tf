@@ -113,12 +113,12 @@ output "event_patterns" {
   value       = module.heal.event_patterns
 }
 
-output "dashboard_names" {
-  description = "The CloudWatch dashboards by concern ({} with monitoring = false)."
-  value       = { for k, m in module.monitoring : k => m.dashboard_name }
+output "dashboard_name" {
+  description = "The CloudWatch dashboard of every queue and function, or null with monitoring = false."
+  value       = var.monitoring ? module.monitoring[0].dashboard_name : null
 }
 
 output "alarm_arns" {
-  description = "The alarms by concern and queue ({} with monitoring = false)."
-  value       = { for k, m in module.monitoring : k => m.alarm_arns }
+  description = "The alarms by concern ({} with monitoring = false)."
+  value       = var.monitoring ? module.monitoring[0].alarm_arns : {}
 }

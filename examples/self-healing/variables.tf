@@ -67,7 +67,7 @@ variable "environment" {
 }
 
 variable "monitoring" {
-  description = "Create the CloudWatch alarms and dashboards of modules/monitoring on the module's queues."
+  description = "Create the CloudWatch alarms and the dashboard of modules/monitoring on the module's queues and functions."
   type        = bool
   default     = true
   nullable    = false

@@ -7,16 +7,22 @@ variable to fix.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
-from urllib.parse import urlsplit
 
-from serverless_retry.clock import Clock, ScaledClock, SystemClock
-from serverless_retry.errors import ConfigError, PolicyError
+from serverless_retry import environment
+from serverless_retry.clock import Clock, SystemClock
+from serverless_retry.environment import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ENV_CLOCK_EPOCH,
+    ENV_CLOCK_SCALE,
+    optional,
+    required,
+)
+from serverless_retry.errors import ConfigError
 from serverless_retry.message import Processor
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, RetryPolicy
 
@@ -56,8 +62,6 @@ ENV_SCHEDULE_GROUP = "SERVERLESS_RETRY_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"
 ENV_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_MAX_MESSAGE_BYTES"
 ENV_EXHAUSTED_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"
-ENV_CLOCK_SCALE = "SERVERLESS_RETRY_CLOCK_SCALE"
-ENV_CLOCK_EPOCH = "SERVERLESS_RETRY_CLOCK_EPOCH"
 ENV_IDEMPOTENCY_TABLE = "SERVERLESS_RETRY_IDEMPOTENCY_TABLE"
 ENV_FIFO_ORDER = "SERVERLESS_RETRY_FIFO_ORDER"
 ENV_QUEUE_RETENTION_SECONDS = "SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"
@@ -69,17 +73,6 @@ DEFAULT_RETENTION_SECONDS = 345_600
 _MIN_RETENTION_SECONDS = 60
 _MAX_RETENTION_SECONDS = 1_209_600
 
-DEFAULT_MAX_MESSAGE_BYTES = 262_144
-# SQS accepts 1 KiB .. 1 MiB as a queue's MaximumMessageSize.
-_MIN_MESSAGE_BYTES = 1_024
-_MAX_MESSAGE_BYTES = 1_048_576
-
-_SQS_ARN = re.compile(
-    r"^arn:aws[a-z-]*:sqs:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):(?P<name>[A-Za-z0-9_-]{1,75}(?:\.fifo)?)$"
-)
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
-_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}(?:\.fifo)?$")
-_SCHEDULE_GROUP = re.compile(r"^[0-9A-Za-z_.-]{1,64}$")
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _PROCESSOR = re.compile(rf"^(?P<module>{_DOTTED}):(?P<attr>{_DOTTED})$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
@@ -142,27 +135,21 @@ class ConsumerSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsumerSettings:
         env = os.environ if environ is None else environ
-        processor = _required(env, ENV_PROCESSOR)
+        processor = required(env, ENV_PROCESSOR)
         if not _PROCESSOR.match(processor):
             raise ConfigError(ENV_PROCESSOR, f"must be 'module:function', got {processor!r}")
-        policy = _policy(_required(env, ENV_POLICY))
+        policy = environment.policy(required(env, ENV_POLICY), ENV_POLICY)
 
-        queue_arn = _sqs_arn(env, ENV_QUEUE_ARN)
-        queue_url = _queue_url(env, ENV_QUEUE_URL)
+        queue_arn = environment.sqs_arn(env, ENV_QUEUE_ARN)
+        queue_url = environment.queue_url(env, ENV_QUEUE_URL)
         arn_name = queue_arn.rsplit(":", 1)[1]
         if queue_url.rsplit("/", 1)[1] != arn_name:
             raise ConfigError(
                 ENV_QUEUE_URL,
                 f"names queue {queue_url.rsplit('/', 1)[1]!r} but {ENV_QUEUE_ARN} is {arn_name!r}",
             )
-        exhausted_url = _queue_url(env, ENV_EXHAUSTED_QUEUE_URL)
-        dlq_arn = _sqs_arn(env, ENV_DLQ_ARN)
-        if dlq_arn.endswith(".fifo"):
-            raise ConfigError(
-                ENV_DLQ_ARN,
-                "must be a standard queue: it is the dead-letter target of retry schedules, and EventBridge "
-                "Scheduler takes no FIFO queue there (for a FIFO source, name a standard <name>-schedule-dlq)",
-            )
+        exhausted_url = environment.queue_url(env, ENV_EXHAUSTED_QUEUE_URL)
+        dlq_arn = environment.schedule_dlq_arn(env, ENV_DLQ_ARN)
         fifo_order = _fifo_order(env)
         if (
             queue_arn.endswith(".fifo")
@@ -176,15 +163,20 @@ class ConsumerSettings:
                 "'visibility', or set fifo_order to 'unordered'",
             )
 
+        group = optional(env, ENV_SCHEDULE_GROUP)
+        role = optional(env, ENV_SCHEDULER_ROLE_ARN)
+        max_bytes = environment.message_bytes(env, ENV_MAX_MESSAGE_BYTES, DEFAULT_MAX_MESSAGE_BYTES)
         targets = QueueTargets(
             queue_url=queue_url,
             queue_arn=queue_arn,
             exhausted_queue_url=exhausted_url,
             dlq_arn=dlq_arn,
-            schedule_group=_optional(env, ENV_SCHEDULE_GROUP),
-            scheduler_role_arn=_optional(env, ENV_SCHEDULER_ROLE_ARN),
-            max_message_bytes=_max_bytes(env, ENV_MAX_MESSAGE_BYTES) or DEFAULT_MAX_MESSAGE_BYTES,
-            exhausted_max_message_bytes=_max_bytes(env, ENV_EXHAUSTED_MAX_MESSAGE_BYTES),
+            schedule_group=None if group is None else environment.schedule_group(group, ENV_SCHEDULE_GROUP),
+            scheduler_role_arn=None if role is None else environment.role_arn(role, ENV_SCHEDULER_ROLE_ARN),
+            max_message_bytes=max_bytes,
+            exhausted_max_message_bytes=environment.message_bytes(
+                env, ENV_EXHAUSTED_MAX_MESSAGE_BYTES, max_bytes
+            ),
             fifo_order=fifo_order,
             retention_seconds=_retention(env),
         )
@@ -194,12 +186,6 @@ class ConsumerSettings:
                 f"must be at least {ENV_MAX_MESSAGE_BYTES} ({targets.max_message_bytes}): the "
                 f"retry-exhausted queue takes the source's messages plus their outcome and reason, "
                 f"got {targets.exhausted_max_message_bytes}",
-            )
-        if targets.schedule_group is not None and not _SCHEDULE_GROUP.match(targets.schedule_group):
-            raise ConfigError(ENV_SCHEDULE_GROUP, "must be 1-64 characters of 0-9 A-Z a-z - _ .")
-        if targets.scheduler_role_arn is not None and not _ROLE_ARN.match(targets.scheduler_role_arn):
-            raise ConfigError(
-                ENV_SCHEDULER_ROLE_ARN, "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)"
             )
         if needs_scheduler(policy, fifo=targets.source_is_fifo, fifo_order=targets.fifo_order):
             why = (
@@ -212,11 +198,15 @@ class ConsumerSettings:
             if targets.scheduler_role_arn is None:
                 raise ConfigError(ENV_SCHEDULER_ROLE_ARN, f"required: {why}")
 
-        table = _optional(env, ENV_IDEMPOTENCY_TABLE)
+        table = optional(env, ENV_IDEMPOTENCY_TABLE)
         if table is not None and not _TABLE_NAME.match(table):
             raise ConfigError(ENV_IDEMPOTENCY_TABLE, f"not a DynamoDB table name: {table!r}")
         return cls(
-            processor=processor, policy=policy, targets=targets, clock=_clock(env), idempotency_table=table
+            processor=processor,
+            policy=policy,
+            targets=targets,
+            clock=environment.clock(env),
+            idempotency_table=table,
         )
 
     def load_processor(self) -> Processor:
@@ -259,73 +249,15 @@ def needs_scheduler(policy: RetryPolicy, *, fifo: bool, fifo_order: FifoOrder = 
     return max(caps) > SQS_MAX_DELAY_SECONDS
 
 
-def _required(env: Mapping[str, str], name: str) -> str:
-    value = env.get(name, "").strip()
-    if not value:
-        raise ConfigError(name, "required but not set")
-    return value
-
-
-def _optional(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name, "").strip()
-    return value or None
-
-
-def _policy(text: str) -> RetryPolicy:
-    try:
-        return RetryPolicy.from_json(text)
-    except PolicyError as exc:
-        raise ConfigError(ENV_POLICY, str(exc)) from exc
-
-
-def _sqs_arn(env: Mapping[str, str], name: str) -> str:
-    value = _required(env, name)
-    if not _SQS_ARN.match(value):
-        raise ConfigError(
-            name, f"must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<name>), got {value!r}"
-        )
-    return value
-
-
-def _queue_url(env: Mapping[str, str], name: str) -> str:
-    value = _required(env, name)
-    parts = urlsplit(value)
-    path = parts.path.strip("/").split("/")
-    # http is allowed for the local emulator on 127.0.0.1.
-    if (
-        parts.scheme not in ("https", "http")
-        or not parts.netloc
-        or len(path) != 2
-        or not path[0].isdigit()
-        or not _QUEUE_NAME.match(path[1])
-    ):
-        raise ConfigError(name, f"must be an SQS queue URL (https://<host>/<account>/<name>), got {value!r}")
-    return value
-
-
-def _max_bytes(env: Mapping[str, str], name: str) -> int:
-    """A queue's maximum message size; 0 when unset (QueueTargets fills in the default)."""
-    raw = _optional(env, name)
-    if raw is None:
-        return 0
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(name, f"must be an integer, got {raw!r}") from None
-    if not _MIN_MESSAGE_BYTES <= value <= _MAX_MESSAGE_BYTES:
-        raise ConfigError(name, f"must be between {_MIN_MESSAGE_BYTES} and {_MAX_MESSAGE_BYTES}, got {value}")
-    return value
-
-
 def _fifo_order(env: Mapping[str, str]) -> FifoOrder:
-    raw = _optional(env, ENV_FIFO_ORDER) or "ordered"
+    raw = optional(env, ENV_FIFO_ORDER) or "ordered"
     if raw not in FIFO_ORDERS:
         raise ConfigError(ENV_FIFO_ORDER, f"must be one of {', '.join(FIFO_ORDERS)}, got {raw!r}")
     return raw
 
 
 def _retention(env: Mapping[str, str]) -> int:
-    raw = _optional(env, ENV_QUEUE_RETENTION_SECONDS)
+    raw = optional(env, ENV_QUEUE_RETENTION_SECONDS)
     if raw is None:
         return DEFAULT_RETENTION_SECONDS
     try:
@@ -338,29 +270,4 @@ def _retention(env: Mapping[str, str]) -> int:
             f"must be the source queue's MessageRetentionPeriod, {_MIN_RETENTION_SECONDS}-"
             f"{_MAX_RETENTION_SECONDS} seconds, got {value}",
         )
-    return value
-
-
-def _clock(env: Mapping[str, str]) -> Clock:
-    scale_raw = _optional(env, ENV_CLOCK_SCALE)
-    epoch_raw = _optional(env, ENV_CLOCK_EPOCH)
-    if scale_raw is None:
-        if epoch_raw is not None:
-            raise ConfigError(ENV_CLOCK_SCALE, f"required when {ENV_CLOCK_EPOCH} is set")
-        return SystemClock()
-    if epoch_raw is None:
-        raise ConfigError(ENV_CLOCK_EPOCH, f"required when {ENV_CLOCK_SCALE} is set")
-    scale = _finite(ENV_CLOCK_SCALE, scale_raw)
-    if scale <= 0:
-        raise ConfigError(ENV_CLOCK_SCALE, f"must be > 0, got {scale_raw!r}")
-    return ScaledClock(epoch=_finite(ENV_CLOCK_EPOCH, epoch_raw), scale=scale)
-
-
-def _finite(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(name, f"must be a number, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ConfigError(name, f"must be a finite number, got {raw!r}")
     return value

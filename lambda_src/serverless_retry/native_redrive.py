@@ -80,6 +80,13 @@ def check_native(
             f"{terminal[0].outcome}): moved unchanged they would reach the consumer as they are and be rejected "
             "as invalid-envelope; the client-side redrive unwraps them"
         )
+    healing = [m for m in looked if m.kind == "self-healing"]
+    if healing:
+        problems.append(
+            f"{len(healing)} of {len(looked)} sampled messages are self-healing records (outcome "
+            f"{healing[0].outcome}): no queue's consumer takes them; re-invoke the function that failed "
+            "with --to-function"
+        )
     if origins["lambda-destination"]:
         problems.append(
             f"{origins['lambda-destination']} of {len(looked)} sampled messages are Lambda on-failure destination "

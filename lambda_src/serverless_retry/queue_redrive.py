@@ -17,6 +17,13 @@ is exhausted at once instead of starting a second retry storm; ``reset_attempts`
 body and attributes as the producer sent them (a fresh budget, a new id). Messages that never were
 serverless-retry envelopes (a plain DLQ) go back verbatim either way.
 
+The other destination is a function (``to_function``): a record of a failed invocation (the
+self-healing pattern's ``ExhaustedRecord``, or a Lambda on-failure destination record) is re-invoked
+asynchronously in the function that failed, with the event as it first arrived and the retry state
+continued (or fresh with ``reset_attempts``): :mod:`serverless_retry.selfheal.reinvoke`. Such a record
+is refused for a queue (it is no message any queue's consumer takes), and any other message for a
+function: it stays in place, counted as failed, with the reason.
+
 ``StartMessageMoveTask`` (``native``) is SQS's own redrive: see :mod:`serverless_retry.native_redrive`.
 Decoding is :func:`decode`; every summary and filter is built on what it returns.
 """
@@ -48,11 +55,15 @@ from serverless_retry.envelope import (
     sqs_message_size,
 )
 from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.selfheal.records import failure_detail
+from serverless_retry.selfheal.reinvoke import NotReinvocable, reinvocation
 from serverless_retry.terminal import read_terminal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from serverless_retry.selfheal.types import FailureDetail
 
 __all__ = [
     "AGE_BUCKETS",
@@ -65,9 +76,11 @@ __all__ = [
     "decode",
     "describe_error",
     "inspect",
+    "lambda_sender",
     "matches",
     "outgoing_message",
     "redrive",
+    "refusal",
     "summarize",
 ]
 
@@ -83,7 +96,8 @@ SCHEDULER_DLQ_ATTRIBUTES = frozenset(
         "TARGET_ARN",
     }
 )
-# SendMessage errors that concern this message only; anything else ends the pass.
+# SendMessage (and, to a function, Invoke) errors that concern this message only; anything else ends
+# the pass. A function that no longer exists concerns the records of that function alone.
 MESSAGE_ERRORS = frozenset(
     {
         "InvalidMessageContents",
@@ -91,9 +105,13 @@ MESSAGE_ERRORS = frozenset(
         "InvalidAttributeName",
         "InvalidAttributeValue",
         "MessageTooLong",
+        "RequestTooLargeException",
+        "InvalidRequestContentException",
+        "ResourceNotFoundException",
     }
 )
 DEFAULT_MAX_MESSAGE_BYTES = 262_144
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # dates only records too broken to be used
 # Age buckets of inspect, by time in the queue; SQS keeps a message 14 days at most.
 AGE_BUCKETS: tuple[tuple[float, str], ...] = (
     (3600, "< 1 h"),
@@ -113,10 +131,12 @@ class ExhaustedMessage:
 
     ``kind``: ``envelope`` (a final envelope: outcome, reason, history), ``compact`` (the original body
     verbatim with the outcome in a ``serverless_retry`` attribute), ``retry-envelope`` (a retry copy
-    that SQS or the Scheduler dead-lettered on its way), ``plain`` (anything else). ``origin`` says
-    how it got here: ``serverless-retry``, ``sqs-redrive`` (SQS's redrive policy moved it),
+    that SQS or the Scheduler dead-lettered on its way), ``self-healing`` (the self-healing pattern's
+    record of an event given up on), ``plain`` (anything else). ``origin`` says how it got here:
+    ``serverless-retry``, ``self-healing``, ``sqs-redrive`` (SQS's redrive policy moved it),
     ``scheduler-dlq`` (a schedule could not deliver it), ``lambda-destination`` (an on-failure
-    destination record), or ``unknown``.
+    destination record), or ``unknown``. ``failure`` is the failed invocation a ``self-healing``
+    record or a destination record describes (``{payload, meta}``): what ``to_function`` re-invokes.
     """
 
     message_id: str
@@ -140,6 +160,7 @@ class ExhaustedMessage:
     exhausted_at: str = ""
     group_id: str | None = None
     receive_count: int = 0
+    failure: FailureDetail | None = None
 
     def age_seconds(self, now: datetime) -> float | None:
         """Seconds since SQS first accepted this message (SentTimestamp; SQS keeps it when its redrive
@@ -187,8 +208,12 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
     message_id = message.get("MessageId", "")
     view = read_terminal(raw_body, raw_attrs, message_id=message_id)
     final = view.outcome != "unknown"
+    failure = view.detail if view.form == "self-healing" else _failed_invocation(raw_body, message_id)
     if view.form == "envelope":
         kind = "envelope" if final else "retry-envelope"  # a retry copy SQS or the Scheduler dead-lettered
+    elif final and failure is not None:
+        # An ExhaustedRecord, or the enrichment's last resort (a destination record with its outcome).
+        kind = "self-healing"
     elif final:
         kind = "compact"  # framed, or original+meta: the original verbatim, no history
     else:
@@ -202,7 +227,7 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
         "error": view.error,
         "first_failed_at": view.first_failed_at,
         "source": view.source,
-        "origin": "serverless-retry" if final else "unknown",
+        "origin": ("self-healing" if kind == "self-healing" else "serverless-retry") if final else "unknown",
         "exhausted_at": view.exhausted_at,
     }
     history: tuple[dict[str, Any], ...] = tuple(dict(h) for h in view.history)
@@ -210,6 +235,8 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
         fields["error_type"], fields["error"] = view.history[-1]["error_type"], view.history[-1]["error"]
     if kind in ("plain", "retry-envelope"):
         _plain_fields(fields, raw_body, raw_attrs, system)
+    if kind == "self-healing" and failure is not None and not fields["source"].startswith("arn:"):
+        fields["source"] = str(failure["meta"].get("function_arn", fields["source"]))
     receive_count = system.get("ApproximateReceiveCount", "0")
     return ExhaustedMessage(
         message_id=message_id,
@@ -223,8 +250,18 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
         history=history if kind in ("envelope", "retry-envelope") else (),
         group_id=system.get("MessageGroupId"),
         receive_count=int(receive_count) if receive_count.isdigit() else 0,
+        failure=failure,
         **fields,
     )
+
+
+def _failed_invocation(raw_body: str, message_id: str) -> FailureDetail | None:
+    """The failed invocation a Lambda on-failure destination record describes; None for anything else
+    (or a record too broken to say which function failed with which event)."""
+    if '"requestContext"' not in raw_body:
+        return None
+    detail = failure_detail({"messageId": message_id, "body": raw_body}, _EPOCH)
+    return None if detail["meta"]["problem"] else detail
 
 
 def _plain_fields(
@@ -471,12 +508,36 @@ def matches(message: ExhaustedMessage, options: RedriveOptions, now: datetime) -
 
 @dataclass(frozen=True)
 class OutgoingMessage:
-    """What goes back for one message: body, attributes (envelope form) and how."""
+    """What goes back for one message: body, attributes (envelope form) and how; for a function, the
+    Invoke payload as the body and the FunctionName."""
 
     body: str
     attributes: dict[str, Any]
     form: str  # "next-attempt" (history kept), "original" (fresh budget), "verbatim" (as it was here)
     note: str = ""
+    function: str | None = None  # to_function: the function to invoke asynchronously
+
+
+def refusal(message: ExhaustedMessage, options: RedriveOptions) -> str | None:
+    """Why ``message`` cannot go where ``options`` send it (it then stays in place); None when it can."""
+    if options.to_function:
+        if message.failure is None:
+            return (
+                f"not a record of a failed invocation ({message.kind} message): --to-function re-invokes "
+                "the function a self-healing record or a Lambda destination record names; send it to a "
+                "queue with --to-queue-url"
+            )
+        try:
+            reinvocation(message.failure, fresh=options.reset_attempts, function=options.function)
+        except NotReinvocable as exc:
+            return str(exc)
+        return None
+    if message.kind == "self-healing":
+        return (
+            "a self-healing record: no queue's consumer takes it; re-invoke the function that failed "
+            "with --to-function (to_function in the Lambda event)"
+        )
+    return None
 
 
 def _redrive_entry(message: ExhaustedMessage, now: datetime) -> dict[str, Any]:
@@ -497,8 +558,16 @@ def outgoing_message(
     reset_attempts: bool,
     now: datetime,
     max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    to_function: bool = False,
+    function: str | None = None,
 ) -> OutgoingMessage:
-    """The message to send back for ``message`` (see the module docstring)."""
+    """The message to send back for ``message`` (see the module docstring); ``to_function``: the Invoke
+    of the function that failed (or of ``function``). Raises NotReinvocable when it cannot be."""
+    if to_function:
+        if message.failure is None:
+            raise NotReinvocable(f"not a record of a failed invocation ({message.kind} message)")
+        again = reinvocation(message.failure, fresh=reset_attempts, function=function)
+        return OutgoingMessage(again.payload, {}, again.form, again.note, function=again.function)
     original = OutgoingMessage(message.body, dict(message.attributes), "original")
     if message.kind == "plain":
         attributes = dict(message.raw_attributes)
@@ -627,6 +696,22 @@ def sqs_sender(sqs: SQSClient, queue_url: str, *, message_group_id: str | None =
     return send
 
 
+def lambda_sender(lambda_client: Any) -> Sender:
+    """Invoke the function asynchronously (InvocationType Event), as the self-healing redrive does: its
+    event invoke config and on-failure destination take over from there."""
+
+    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> None:
+        if outgoing.function is None:
+            raise NotReinvocable(f"{message.message_id}: no function to invoke")
+        response = lambda_client.invoke(
+            FunctionName=outgoing.function, InvocationType="Event", Payload=outgoing.body.encode("utf-8")
+        )
+        if response.get("StatusCode") != 202:
+            raise RuntimeError(f"asynchronous Invoke answered {response.get('StatusCode')}, not 202")
+
+    return send
+
+
 def _message_level(exc: BaseException) -> bool:
     if isinstance(exc, ClientError):
         return exc.response.get("Error", {}).get("Code", "") in MESSAGE_ERRORS
@@ -652,6 +737,7 @@ def redrive(
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     sender: Sender | None = None,
+    lambda_client: Any = None,
     select: Callable[[ExhaustedMessage], bool] | None = None,
     on_progress: Callable[[RedriveReport], None] | None = None,
     should_stop: Callable[[], str | None] | None = None,
@@ -660,12 +746,17 @@ def redrive(
 ) -> RedriveReport:
     """Move the messages of ``options.from_queue_url`` that the filters (and ``select``) pick.
 
-    ``sender`` replaces the SQS destination (e.g. the self-healing pattern's redrive to a function);
-    ``should_stop`` returns a reason to end the pass early (a Lambda's time budget)."""
+    ``sender`` replaces the destination (a test's fake); with ``options.to_function`` the messages are
+    re-invoked through ``lambda_client``. ``should_stop`` returns a reason to end the pass early (a
+    Lambda's time budget). A message the destination cannot take (:func:`refusal`) fails and stays."""
     if options.native:
         raise ValueError("a native redrive is check_native() + start_native(), not redrive()")
     clock = clock or SystemClock()
     report = RedriveReport(dry_run=options.dry_run)
+    if sender is None and options.to_function:
+        if lambda_client is None:
+            raise ValueError("a redrive to a function needs a lambda_client")
+        sender = lambda_sender(lambda_client)
     if sender is None:
         if options.to_queue_url is None:
             raise ValueError("a redrive needs to_queue_url or a sender")
@@ -688,7 +779,10 @@ def redrive(
             if not matches(message, options, clock.now()) or (select is not None and not select(message)):
                 report.skipped.append(message)
                 continue
-            if options.dry_run:
+            refused = refusal(message, options)
+            if refused is not None:  # dry run or not: it would not move, and says why
+                report.failed.append((message, refused))
+            elif options.dry_run:
                 report.moved.append(message)
             elif not _move(
                 sqs,
@@ -731,7 +825,12 @@ def _move(
     """Send, then delete, one message; False ends the pass (the rest stays in place)."""
     try:
         outgoing = outgoing_message(
-            message, reset_attempts=options.reset_attempts, now=clock.now(), max_bytes=max_bytes
+            message,
+            reset_attempts=options.reset_attempts,
+            now=clock.now(),
+            max_bytes=max_bytes,
+            to_function=options.to_function,
+            function=options.function,
         )
         pacer.wait()
         sender(message, outgoing)

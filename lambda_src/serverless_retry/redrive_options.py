@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from serverless_retry.selfheal.state import function_name
+
 __all__ = [
     "NATIVE_MAX_RATE",
     "OPTION_KEYS",
@@ -30,6 +32,7 @@ MAX_MESSAGES_LIMIT = 1_000_000
 OPTION_KEYS = (
     "from_queue_url",
     "to_queue_url",
+    "to_function",
     "outcome",
     "error_type",
     "source",
@@ -56,7 +59,11 @@ class OptionsError(ValueError):
 @dataclass(frozen=True)
 class RedriveOptions:
     from_queue_url: str
-    to_queue_url: str | None = None  # None only with native (back to each message's origin)
+    to_queue_url: str | None = None  # None with native (back to each message's origin) or to_function
+    # Re-invoke the function that failed (self-healing records, Lambda destination records) instead of
+    # sending to a queue; ``function`` confines it to that one function (a name or ARN).
+    to_function: bool = False
+    function: str | None = None
     outcomes: tuple[str, ...] = ()
     error_types: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
@@ -130,6 +137,22 @@ def _names(value: object, option: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+def _function(value: object) -> tuple[bool, str | None]:
+    """to_function: true (each record back to the function that failed) or one function's name/ARN."""
+    if isinstance(value, bool):
+        return value, None
+    if isinstance(value, str):
+        try:
+            function_name(value)
+        except ValueError as exc:
+            raise OptionsError("to_function", str(exc)) from None
+        return True, value
+    raise OptionsError(
+        "to_function",
+        f"expected true (each record back to the function that failed) or a function name or ARN, got {value!r}",
+    )
+
+
 def _flag(value: object, option: str) -> bool:
     if not isinstance(value, bool):
         raise OptionsError(option, f"expected true or false, got {value!r}")
@@ -152,6 +175,7 @@ def options_from_mapping(data: Mapping[str, Any]) -> RedriveOptions:
         raise OptionsError("from_queue_url", "required: the queue to redrive from")
     source_url = _queue_url(given["from_queue_url"], "from_queue_url")
     target_url = _queue_url(given["to_queue_url"], "to_queue_url") if "to_queue_url" in given else None
+    to_function, function = _function(given["to_function"]) if "to_function" in given else (False, None)
     older = parse_duration(given["older_than"], "older_than") if "older_than" in given else None
     newer = parse_duration(given["newer_than"], "newer_than") if "newer_than" in given else None
     max_messages: int | None = None
@@ -165,6 +189,8 @@ def options_from_mapping(data: Mapping[str, Any]) -> RedriveOptions:
     options = RedriveOptions(
         from_queue_url=source_url,
         to_queue_url=target_url,
+        to_function=to_function,
+        function=function,
         outcomes=_names(given["outcome"], "outcome") if "outcome" in given else (),
         error_types=_names(given["error_type"], "error_type") if "error_type" in given else (),
         sources=_names(given["source"], "source") if "source" in given else (),
@@ -192,10 +218,20 @@ def options_from_mapping(data: Mapping[str, Any]) -> RedriveOptions:
         raise OptionsError(
             "to_queue_url", "is the queue being redriven: the messages would go round in a loop"
         )
+    if to_function and target_url is not None:
+        raise OptionsError(
+            "to_function", "give to_function (re-invoke the failed function) or to_queue_url, not both"
+        )
+    if to_function and options.message_group_id is not None:
+        raise OptionsError("message_group_id", "is for a FIFO destination queue, not for to_function")
     if options.native:
         _check_native(options)
-    elif target_url is None:
-        raise OptionsError("to_queue_url", "required: the queue to send the messages back to")
+    elif target_url is None and not to_function:
+        raise OptionsError(
+            "to_queue_url",
+            "required: the queue to send the messages back to (or to_function, to re-invoke the function "
+            "that failed, for self-healing records)",
+        )
     return options
 
 
@@ -207,6 +243,7 @@ def _check_native(options: RedriveOptions) -> None:
             ("outcome/error_type/source/older_than/newer_than", options.filtered),
             ("max", options.max_messages is not None),
             ("reset_attempts", options.reset_attempts),
+            ("to_function", options.to_function),
             ("message_group_id", options.message_group_id is not None),
         )
         if given

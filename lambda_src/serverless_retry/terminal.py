@@ -20,6 +20,14 @@ Every terminal message carries its outcome and reason where ``read_terminal`` fi
 the summary in a ``serverless_retry`` message attribute) and, as outcome ``unknown``, a bare message.
 It reads retry envelopes too (outcome ``unknown``: SQS moved one to a DLQ after maxReceiveCount).
 
+The self-healing pattern's retry-exhausted queue holds a form of its own, ``self-healing``: an
+``ExhaustedRecord`` ``{"outcome", "reason", "detail": {"payload", "meta"}}`` (the exhausted rules'
+InputTransformer, the redrive and the enrichment all write it; docs/self-healing-contract.md). Its
+view names the retry id, attempt, error and first failure from ``meta``, the function that failed as
+the source, and keeps the whole ``detail`` so a redrive can re-invoke that function with the event.
+The enrichment's last resort for an event too large for everything (the raw destination record with
+a compact ``serverless_retry`` attribute) reads as ``original+meta``.
+
 Pure: no AWS, the time is passed in.
 """
 
@@ -29,7 +37,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
@@ -46,6 +54,10 @@ from serverless_retry.envelope import (
     sqs_message_size,
     sqs_text,
 )
+
+if TYPE_CHECKING:
+    # Wire types only: selfheal/types.py is a leaf (it imports nothing of ours), read here by shape.
+    from serverless_retry.selfheal.types import FailureDetail
 
 __all__ = [
     "FRAME_OVERHEAD_BYTES",
@@ -66,7 +78,7 @@ _MAX_HEADER_ATTEMPT = 10**18  # an absurd receive count is clamped rather than w
 _HEADER_PREFIX = '{"' + ENVELOPE_KEY + '":'
 
 FinalForm = Literal["envelope", "framed", "original"]
-TerminalForm = Literal["envelope", "framed", "original+meta", "bare"]
+TerminalForm = Literal["envelope", "framed", "original+meta", "self-healing", "bare"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,8 @@ class TerminalView:
     # Why the original cannot be restored exactly ("" when it can): an attribute that is not one is
     # kept as found, so that sending it fails for this message alone instead of dropping it silently.
     problem: str = ""
+    # The self-healing form only: the FailureDetail {"payload", "meta"} as the record holds it.
+    detail: FailureDetail | None = None
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -255,18 +269,71 @@ def _view(
         form=form,
         outcome=_str(meta, "outcome") or "unknown",
         reason=_str(meta, "reason"),
-        id=_str(meta, "id") or message_id,
+        # retry_id / function_name: the self-healing enrichment's compact attribute.
+        id=_str(meta, "id") or _str(meta, "retry_id") or message_id,
         attempt=_int(meta, "attempt"),
         error_type=_str(meta, "error_type") or _str(error, "type"),
         error=_str(meta, "error") or _str(error, "message"),
         traceback=_str(error, "traceback"),
         first_failed_at=_str(meta, "first_failed_at"),
         exhausted_at=_str(meta, "exhausted_at") or _str(meta, "at"),
-        source=_str(meta, "source"),
+        source=_str(meta, "source") or _str(meta, "function_name"),
         history=_history(meta.get("history")),
         body=body,
         attributes=attributes,
         problem=problem,
+    )
+
+
+def _exhausted_record(document: Mapping[str, Any]) -> FailureDetail | None:
+    """The detail of a self-healing ExhaustedRecord; None for any other document."""
+    detail = document.get("detail")
+    if (
+        ENVELOPE_KEY in document
+        or not isinstance(document.get("outcome"), str)
+        or not isinstance(document.get("reason", ""), str)
+        or not isinstance(detail, dict)
+        or "payload" not in detail
+        or not isinstance(detail.get("meta"), dict)
+    ):
+        return None
+    return cast("FailureDetail", detail)
+
+
+def _self_healing(
+    document: Mapping[str, Any],
+    detail: FailureDetail,
+    attributes: dict[str, MessageAttribute],
+    message_id: str,
+    problem: str,
+) -> TerminalView:
+    meta: Mapping[str, Any] = detail["meta"]
+    payload = detail["payload"]
+    trace = meta.get("stack_trace")
+    function = _str(meta, "function_arn")
+    return TerminalView(
+        form="self-healing",
+        outcome=_str(document, "outcome") or "unknown",
+        reason=_str(document, "reason"),
+        id=_str(meta, "retry_id") or message_id,
+        attempt=_int(meta, "attempt"),
+        error_type=_str(meta, "error_type"),
+        error=_str(meta, "error_message"),
+        # Lambda's stackTrace frames end in a newline of their own, as traceback.format_tb() writes them.
+        traceback="".join(f"{line}" if str(line).endswith("\n") else f"{line}\n" for line in trace)
+        if isinstance(trace, list)
+        else "",
+        first_failed_at=_str(meta, "first_failed_at"),
+        exhausted_at=_str(meta, "failed_at"),  # the last failure: the record was written right after it
+        source="" if function == "unknown" else function,  # the function that failed
+        history=(),
+        # The event as it first arrived; an invalid failure record keeps the raw body it came as.
+        body=payload
+        if isinstance(payload, str)
+        else json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+        attributes=attributes,
+        problem=problem,
+        detail=detail,
     )
 
 
@@ -300,4 +367,7 @@ def read_terminal(
             _attributes(carried) if isinstance(carried, Mapping) else ({}, "attributes: not an object")
         )
         return _view("envelope", document[ENVELOPE_KEY], document["body"], inner, message_id, problem=problem)
+    detail = _exhausted_record(document) if document is not None else None
+    if document is not None and detail is not None:
+        return _self_healing(document, detail, received, message_id, problem)
     return _view("bare", {}, body, received, message_id, problem=problem)

@@ -48,11 +48,15 @@ data "aws_iam_policy_document" "in_place" {
 # Concern: putting a message in its next place (a delayed retry, or the exhausted store).
 # SendMessageBatch is authorised by sqs:SendMessage. Not the DLQ: SQS redrive and the Scheduler (its
 # own role) fill that one; the consumer never writes to it, so it gets no right to.
+# A plain handler (native retry) sends nothing: SQS itself redelivers and dead-letters.
 data "aws_iam_policy_document" "send" {
-  statement {
-    sid       = "SendRetriesAndExhausted"
-    actions   = ["sqs:SendMessage"]
-    resources = [var.queue.arn, var.queue.exhausted_queue_arn]
+  dynamic "statement" {
+    for_each = local.native ? [] : [[var.queue.arn, var.queue.exhausted_queue_arn]]
+    content {
+      sid       = "SendRetriesAndExhausted"
+      actions   = ["sqs:SendMessage"]
+      resources = statement.value
+    }
   }
 }
 
@@ -102,7 +106,7 @@ data "aws_iam_policy_document" "kms" {
     for_each = var.queue.kms_key_arn == null ? [] : [var.queue.kms_key_arn]
     content {
       sid       = "UseQueueKey"
-      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      actions   = local.native ? ["kms:Decrypt"] : ["kms:Decrypt", "kms:GenerateDataKey"]
       resources = [statement.value]
     }
   }
@@ -167,7 +171,7 @@ data "aws_iam_policy_document" "consumer" {
 
 resource "aws_iam_role" "this" {
   name                 = "${var.name}-consumer"
-  description          = "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
+  description          = local.native ? "SQS consumer ${var.name}: consumes its queue; SQS redelivers and dead-letters." : "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
   assume_role_policy   = data.aws_iam_policy_document.trust.json
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags

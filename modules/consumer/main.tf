@@ -1,4 +1,6 @@
 locals {
+  # A plain handler of the user's own (no processor): native SQS retry, nothing of serverless_retry wired.
+  native  = var.processor == null
   handler = coalesce(var.handler, "serverless_retry.handlers.consumer.handler")
   # Known at plan time from queue.fifo (the queue module's input); else from the ARN.
   fifo             = var.queue.fifo != null ? var.queue.fifo : endswith(var.queue.arn, ".fifo")
@@ -6,7 +8,7 @@ locals {
 
   # What the handler reads at cold start (serverless_retry.config); names are the shared contract.
   wired_environment = merge(
-    {
+    local.native ? {} : {
       SERVERLESS_RETRY_PROCESSOR                   = var.processor
       SERVERLESS_RETRY_POLICY                      = module.policy.policy_json
       SERVERLESS_RETRY_QUEUE_URL                   = var.queue.url
@@ -16,16 +18,18 @@ locals {
       SERVERLESS_RETRY_MAX_MESSAGE_BYTES           = tostring(var.queue.max_message_size)
       SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES = tostring(coalesce(var.queue.exhausted_max_message_size, var.queue.max_message_size))
       SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS     = tostring(var.queue.message_retention_seconds)
-      POWERTOOLS_SERVICE_NAME                      = var.name
-      POWERTOOLS_METRICS_NAMESPACE                 = "ServerlessRetry"
-      POWERTOOLS_LOG_LEVEL                         = var.log_level
     },
-    local.fifo ? { SERVERLESS_RETRY_FIFO_ORDER = var.fifo_order } : {},
-    var.scheduler == null ? {} : {
+    {
+      POWERTOOLS_SERVICE_NAME      = var.name
+      POWERTOOLS_METRICS_NAMESPACE = "ServerlessRetry"
+      POWERTOOLS_LOG_LEVEL         = var.log_level
+    },
+    !local.native && local.fifo ? { SERVERLESS_RETRY_FIFO_ORDER = var.fifo_order } : {},
+    local.native || var.scheduler == null ? {} : {
       SERVERLESS_RETRY_SCHEDULE_GROUP     = var.scheduler.schedule_group_name
       SERVERLESS_RETRY_SCHEDULER_ROLE_ARN = var.scheduler.role_arn
     },
-    var.idempotency_table_arn == null ? {} : {
+    local.native || var.idempotency_table_arn == null ? {} : {
       SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
     },
   )
@@ -57,7 +61,7 @@ locals {
   exact_environment_bytes = sum([
     for k, v in local.environment : length(k) + length(base64encode(v)) / 4 * 3 - length(replace(base64encode(v), "/[^=]/", ""))
   ])
-  policy_bytes = local.value_bytes["SERVERLESS_RETRY_POLICY"]
+  policy_bytes = lookup(local.value_bytes, "SERVERLESS_RETRY_POLICY", 0)
   extra_bytes  = sum(concat([0], [for k, v in local.value_bytes : length(k) + v if contains(keys(var.environment), k)]))
 }
 
@@ -88,7 +92,7 @@ resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_117:The consumer calls only AWS APIs (SQS, EventBridge Scheduler, CloudWatch Logs); running it in a VPC would add NAT or endpoint requirements and protect nothing.
   #checkov:skip=CKV_AWS_272:Code signing is opt-in (code_signing_config_arn): it needs an AWS Signer profile and a zip signed by a Signer job, which a locally built package cannot be; when it is null, the zip deployed is the one whose SHA-256 the plan pins (source_code_hash).
   function_name    = var.name
-  description      = "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
+  description      = local.native ? "SQS consumer ${local.handler}: failed records return with the visibility timeout, then go to the DLQ." : "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
   role             = aws_iam_role.this.arn
   filename         = var.package
   source_code_hash = filebase64sha256(var.package)
@@ -118,6 +122,11 @@ resource "aws_lambda_function" "this" {
   depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this]
 
   lifecycle {
+    precondition {
+      condition     = local.native ? var.handler != null && var.retry_policy_json == null && var.scheduler == null : var.retry_policy_json != null && var.queue.exhausted_queue_url != null && var.queue.exhausted_queue_arn != null
+      error_message = local.native ? "processor is null, so the function is your own plain handler (native SQS retry): give handler (\"module.function\" of a handler that reports batch item failures), and leave retry_policy_json and scheduler null, which only the serverless_retry consumer reads." : "With a processor, the serverless_retry consumer needs retry_policy_json and the queue's exhausted_queue_url and exhausted_queue_arn (the queue module's outputs, with exhausted_queue = true). For your own plain handler instead, set processor = null and give handler."
+    }
+
     precondition {
       condition     = local.environment_bytes <= 4096
       error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
@@ -167,6 +176,13 @@ resource "aws_lambda_event_source_mapping" "this" {
       error_message = "batch_size ${var.batch_size} is above 10: SQS event sources need maximum_batching_window_seconds >= 1 for batches larger than 10."
     }
 
+    # Native retry: a record that keeps failing is received max_receive_count times, a visibility
+    # timeout apart, before SQS moves it to the DLQ; the queue must keep it that long.
+    precondition {
+      condition     = !local.native || var.queue.max_receive_count == null || try(var.queue.max_receive_count * var.queue.visibility_timeout_seconds < var.queue.message_retention_seconds, true)
+      error_message = "A record that keeps failing is received max_receive_count (${coalesce(var.queue.max_receive_count, 0)}) times, a visibility timeout (${var.queue.visibility_timeout_seconds} s) apart, before SQS moves it to the DLQ: ${coalesce(var.queue.max_receive_count, 0) * var.queue.visibility_timeout_seconds} s, which is not shorter than the source queue's retention (${var.queue.message_retention_seconds} s). SQS would delete such a message at the end of its retention instead of dead-lettering it. Raise message_retention_seconds (up to 1209600, 14 days), or lower max_receive_count or the visibility timeout."
+    }
+
     # Retried in place (visibility, FIFO ordered) or by hops, a message lives on in the source queue:
     # SQS deletes it at the end of its retention, whatever attempt it is at.
     precondition {
@@ -175,36 +191,36 @@ resource "aws_lambda_event_source_mapping" "this" {
     }
 
     precondition {
-      condition     = module.policy.transport != "visibility" || var.queue.max_receive_count == null || try(var.queue.max_receive_count > module.policy.max_attempts, true)
+      condition     = local.native || module.policy.transport != "visibility" || var.queue.max_receive_count == null || try(var.queue.max_receive_count > module.policy.max_attempts, true)
       error_message = "With ${local.transport_text}, every attempt is a receive of the same message, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must exceed the policy's largest max_attempts (${module.policy.max_attempts}); otherwise SQS moves a message to the DLQ before its last attempt, without the reason the retry-exhausted queue would get. Set max_receive_count to at least ${module.policy.max_attempts + 1}, or lower max_attempts."
     }
 
     precondition {
-      condition     = !(local.fifo && module.policy.effective_policy.transport == "sqs-hops")
+      condition     = local.native || !(local.fifo && module.policy.effective_policy.transport == "sqs-hops")
       error_message = "transport \"sqs-hops\" delays each hop with a per-message DelaySeconds, which FIFO queues do not support. On a FIFO queue use fifo_order = \"ordered\" (retries in place) or \"unordered\" with transport auto or scheduler."
     }
 
     precondition {
-      condition     = !(local.fifo && var.fifo_order == "ordered" && contains(["scheduler", "sqs-delay"], module.policy.effective_policy.transport))
+      condition     = local.native || !(local.fifo && var.fifo_order == "ordered" && contains(["scheduler", "sqs-delay"], module.policy.effective_policy.transport))
       error_message = "fifo_order = \"ordered\" retries a failed message in place, in its message group, but the policy asks for transport \"${module.policy.effective_policy.transport}\", which would take the retry out of its group. Use transport auto or visibility, or fifo_order = \"unordered\" to let retries leave their group."
     }
 
     precondition {
       # A Scheduler SQS target can pass only a MessageGroupId: AWS requires content-based deduplication
       # on a FIFO target queue.
-      condition     = !(local.fifo && module.policy.needs_scheduler && var.queue.content_based_deduplication == false)
+      condition     = local.native || !(local.fifo && module.policy.needs_scheduler && var.queue.content_based_deduplication == false)
       error_message = "Retries of this FIFO queue go through EventBridge Scheduler (fifo_order = \"unordered\"), which can pass only a MessageGroupId: AWS requires content-based deduplication on a FIFO target queue. Turn it on (the queue module's content_based_deduplication = true), or use fifo_order = \"ordered\"."
     }
 
     precondition {
-      condition     = !module.policy.needs_scheduler || var.scheduler != null
+      condition     = local.native || !module.policy.needs_scheduler || var.scheduler != null
       error_message = "The retry policy can send retries through EventBridge Scheduler (${local.fifo ? "FIFO, unordered" : "transport ${module.policy.transport} with a cap above 900 s"}), but no scheduler is given: pass the scheduler module's outputs as scheduler, or keep every delay within 900 s (backoff max_seconds) or use transport sqs-delay, visibility or sqs-hops."
     }
   }
 }
 
 locals {
-  retries_live_in_the_queue = contains(["visibility", "sqs-hops"], module.policy.transport)
+  retries_live_in_the_queue = !local.native && contains(["visibility", "sqs-hops"], module.policy.transport)
   longest_life_seconds      = module.policy.max_total_wait_seconds + module.policy.max_attempts * var.timeout
   transport_text = (
     local.fifo && var.fifo_order == "ordered" ? "a FIFO queue retried in order (in place, with the visibility timeout)" :

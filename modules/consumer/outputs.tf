@@ -34,28 +34,28 @@ output "environment" {
 }
 
 output "retry_policy_json" {
-  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY (nulls dropped)."
-  value       = module.policy.policy_json
+  description = "The retry policy as the function receives it in SERVERLESS_RETRY_POLICY (nulls dropped); null with a plain handler."
+  value       = local.native ? null : module.policy.policy_json
 }
 
 output "needs_scheduler" {
-  description = "Whether the policy can send retries through EventBridge Scheduler on this queue (then scheduler must be given)."
-  value       = module.policy.needs_scheduler
+  description = "Whether the policy can send retries through EventBridge Scheduler on this queue (then scheduler must be given); false with a plain handler."
+  value       = !local.native && module.policy.needs_scheduler
 }
 
 output "transport" {
-  description = "How retries travel on this queue (the policy's transport; for a FIFO queue visibility when ordered, scheduler when unordered)."
-  value       = module.policy.transport
+  description = "How retries travel on this queue (the policy's transport; for a FIFO queue visibility when ordered, scheduler when unordered); null with a plain handler."
+  value       = local.native ? null : module.policy.transport
 }
 
 output "max_attempts" {
-  description = "The policy's largest max_attempts (policy or a retrying rule)."
-  value       = module.policy.max_attempts
+  description = "The policy's largest max_attempts (policy or a retrying rule); null with a plain handler."
+  value       = local.native ? null : module.policy.max_attempts
 }
 
 output "max_total_wait_seconds" {
-  description = "Upper bound of the waits between a message's first failure and its last attempt (see modules/retry-policy)."
-  value       = module.policy.max_total_wait_seconds
+  description = "Upper bound of the waits between a message's first failure and its last attempt (see modules/retry-policy); null with a plain handler."
+  value       = local.native ? null : module.policy.max_total_wait_seconds
 }
 
 output "environment_bytes" {

@@ -25,17 +25,18 @@ variable "package" {
 }
 
 variable "processor" {
-  description = "Your function called once per message, as `module:function` (for example `orders.process:handle`)."
+  description = "Your function called once per message, as `module:function` (for example `orders.process:handle`). null for a plain handler of your own that does not use serverless_retry (native SQS retry: give `handler`, no retry policy): failed records come back with the queue's visibility timeout and go to its DLQ after maxReceiveCount, and no SERVERLESS_RETRY_* variable or retry permission is wired."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$", var.processor))
-    error_message = "processor must be \"module.path:function\", e.g. \"orders.process:handle\"."
+    condition     = var.processor == null || can(regex("^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$", var.processor))
+    error_message = "processor must be \"module.path:function\", e.g. \"orders.process:handle\" (or null with your own plain handler)."
   }
 }
 
 variable "handler" {
-  description = "The Lambda handler. Leave null for serverless_retry.handlers.consumer.handler; set your own `module.function` when you keep your own handler around a RetryingConsumer (the SERVERLESS_RETRY_* environment is wired either way)."
+  description = "The Lambda handler. Leave null for serverless_retry.handlers.consumer.handler; set your own `module.function` when you keep your own handler around a RetryingConsumer (the SERVERLESS_RETRY_* environment is wired either way), or, with processor = null, a plain handler that reports batch item failures itself (native SQS retry)."
   type        = string
   default     = null
 
@@ -46,11 +47,12 @@ variable "handler" {
 }
 
 variable "retry_policy_json" {
-  description = "The retry policy as JSON (DESIGN section 3), e.g. `file(\"policy.json\")` or `jsonencode({...})`. Checked at plan time by modules/retry-policy (unknown fields, types, ranges, RE2 regexes) and again by the function at cold start; the function receives it re-rendered without null fields."
+  description = "The retry policy as JSON (DESIGN section 3), e.g. `file(\"policy.json\")` or `jsonencode({...})`. Checked at plan time by modules/retry-policy (unknown fields, types, ranges, RE2 regexes) and again by the function at cold start; the function receives it re-rendered without null fields. Required with a processor; null with a plain handler (processor = null), which no policy would reach."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(keys(jsondecode(var.retry_policy_json)))
+    condition     = var.retry_policy_json == null || can(keys(jsondecode(var.retry_policy_json)))
     error_message = "retry_policy_json must be a JSON object (the retry policy)."
   }
 }
@@ -62,15 +64,17 @@ variable "queue" {
     FIFO DLQ): schedule_dlq_arn when given, else dlq_arn. The names, when given, bound the length of the
     URLs and ARNs at plan time (they are unknown before the first apply), so the 4 KB environment limit
     is checked at plan time. message_retention_seconds and max_receive_count feed the plan-time guards of
-    the in-place transports (visibility, FIFO ordered, sqs-hops).
+    the in-place transports (visibility, FIFO ordered, sqs-hops) and of native retry. exhausted_queue_url
+    and exhausted_queue_arn are required with a processor; a plain handler (processor = null) never
+    writes there.
   EOT
   type = object({
     arn                         = string
     url                         = string
     visibility_timeout_seconds  = number
     dlq_arn                     = string
-    exhausted_queue_url         = string
-    exhausted_queue_arn         = string
+    exhausted_queue_url         = optional(string)
+    exhausted_queue_arn         = optional(string)
     max_message_size            = optional(number, 260096)
     exhausted_max_message_size  = optional(number)
     kms_key_arn                 = optional(string)

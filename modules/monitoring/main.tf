@@ -1,106 +1,188 @@
 locals {
-  queues = var.queues
-  # The consumer module sets POWERTOOLS_SERVICE_NAME to its name, which is also the function's.
-  service    = var.service != null ? var.service : var.function_name
+  queues  = var.queues
+  healing = var.pattern == "self-healing"
+  # The queue roles each pattern has (the self-healing ones are modules/self-healing's queue_names).
+  pattern_roles = {
+    "scheduled-retry" = ["source", "dlq", "exhausted", "schedule_dlq"]
+    "native-retry"    = ["source", "dlq"]
+    "self-healing"    = ["failure", "failure_dlq", "exhausted", "rules_dlq", "redrive_dlq", "schedule_dlq"]
+  }
+  foreign_roles = sort([for role, queue in local.queues : role if queue != null && !contains(local.pattern_roles[var.pattern], role)])
+  healing_roles = sort([for key, f in var.functions : "${key} (${f.role})" if contains(["enrichment", "redrive", "source"], f.role) && !local.healing])
+
+  # The consumer module sets POWERTOOLS_SERVICE_NAME to its name, which is also the function's. Only our
+  # consumer (scheduled-retry) writes the outcome metrics.
+  service    = var.pattern == "scheduled-retry" ? (var.service != null ? var.service : var.function_name) : null
   period     = var.evaluation.period_seconds
   datapoints = coalesce(var.evaluation.datapoints_to_alarm, var.evaluation.evaluation_periods)
 
-  # Descriptions give commands one can paste: a queue URL is looked up from its name.
+  # Descriptions give commands one can paste: a queue URL is looked up from its name. `q` and `url`
+  # have every role, "-" where none is given (those descriptions are never used).
   queue_url = {
     for role, queue in local.queues : role => "$(aws sqs get-queue-url --queue-name ${queue} --query QueueUrl --output text)" if queue != null
   }
+  q               = { for role, queue in local.queues : role => coalesce(queue, "-") }
+  url             = { for role, queue in local.queues : role => lookup(local.queue_url, role, "-") }
   inspect_command = try("serverless-retry inspect --queue-url ${local.queue_url.exhausted}", "serverless-retry inspect --queue-url <exhausted queue URL>")
-  redrive_command = "serverless-retry redrive --from-queue-url ${try(local.queue_url.exhausted, "<exhausted queue URL>")} --to-queue-url ${try(local.queue_url.source, "<source queue URL>")}"
+  redrive_command = (local.healing
+    ? "serverless-retry redrive --from-queue-url ${try(local.queue_url.exhausted, "<exhausted queue URL>")} --to-function"
+    : "serverless-retry redrive --from-queue-url ${try(local.queue_url.exhausted, "<exhausted queue URL>")} --to-queue-url ${try(local.queue_url.source, "<source queue URL>")}"
+  )
+
+  # --- queue alarms: one concern per queue role and metric, described by pattern ----------------------
+  depth = "ApproximateNumberOfMessagesVisible"
+  age   = "ApproximateAgeOfOldestMessage"
+  queue_concerns = {
+    dlq_depth          = { role = "dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
+    schedule_dlq_depth = { role = "schedule_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
+    exhausted_depth    = { role = "exhausted", metric = local.depth, threshold = var.thresholds.exhausted_depth }
+    oldest_message_age = { role = "source", metric = local.age, threshold = var.thresholds.oldest_message_age_seconds }
+    failure_queue_age  = { role = "failure", metric = local.age, threshold = var.thresholds.oldest_message_age_seconds }
+    failure_dlq_depth  = { role = "failure_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
+    rules_dlq_depth    = { role = "rules_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
+    redrive_dlq_depth  = { role = "redrive_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
+  }
+  queue_descriptions = {
+    "scheduled-retry" = {
+      dlq_depth          = <<-EOT
+        serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
+        ${local.q.dlq}. They are records the consumer could not hand on (sending a retry, a
+        schedule or an exhausted copy kept failing, or whole batches failed) maxReceiveCount times,
+        or retry schedules the Scheduler could not deliver. Find the error in the consumer's logs
+        ("SendMessageBatch failed", "CreateSchedule failed", or the invocation's exception), fix it,
+        then move the messages back with SQS DLQ redrive: aws sqs start-message-move-task
+        --source-arn <ARN of ${local.q.dlq}>.
+      EOT
+      schedule_dlq_depth = <<-EOT
+        serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in
+        ${local.q.schedule_dlq}, the dead-letter queue of the retry schedules: EventBridge
+        Scheduler could not deliver those retries to the source queue (e.g. its role lost
+        sqs:SendMessage or the queue's key, or the queue was deleted). Each dead-letter event
+        names its schedule and the error. Fix the cause, then look at them (removes nothing):
+        serverless-retry inspect --queue-url ${local.url.schedule_dlq}.
+      EOT
+      exhausted_depth    = <<-EOT
+        serverless-retry: more than ${var.thresholds.exhausted_depth} message(s) in the
+        retry-exhausted queue ${local.q.exhausted}. The consumer gave up on them (retry budget
+        or max age used up, non-retryable error, invalid envelope, too large to retry); each
+        envelope says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
+        fixed, redrive with a fresh budget: ${local.redrive_command} --dry-run, then without
+        --dry-run.
+      EOT
+      oldest_message_age = <<-EOT
+        serverless-retry: the oldest message in ${local.q.source} is older than
+        ${var.thresholds.oldest_message_age_seconds} s, so the consumer is not keeping up or not
+        consuming. Check the function's Errors and Throttles (reserved or maximum concurrency), that
+        its SQS event source mapping is Enabled, and the ${var.name} dashboard. A healthy retry
+        waits in the queue at most 900 s (SQS delay), or the policy's max_seconds with the
+        visibility transport.
+      EOT
+    }
+    "native-retry" = {
+      dlq_depth          = <<-EOT
+        serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
+        ${local.q.dlq}: the consumer failed each of them maxReceiveCount times (SQS moved them
+        after the last visibility timeout). Find the error in the consumer's logs, fix it, then move
+        them back to the source queue with SQS DLQ redrive: serverless-retry redrive --from-queue-url
+        ${local.url.dlq} --native (or aws sqs start-message-move-task --source-arn <ARN of
+        ${local.q.dlq}>).
+      EOT
+      oldest_message_age = <<-EOT
+        serverless-retry: the oldest message in ${local.q.source} is older than
+        ${var.thresholds.oldest_message_age_seconds} s: the consumer is not keeping up, not consuming,
+        or keeps failing a message that waits out the visibility timeout between receives. Check
+        the function's Errors and Throttles, that its SQS event source mapping is Enabled, and the
+        ${var.name} dashboard.
+      EOT
+    }
+    "self-healing" = {
+      failure_queue_age  = <<-EOT
+        serverless-retry self-healing: the oldest failure record in ${local.q.failure} is older
+        than ${var.thresholds.oldest_message_age_seconds} s: the pipe is not taking records (stopped,
+        failing, or its role lost access to the queue) or the enrichment keeps failing. A healthy
+        record waits only for the pipe's next poll. Check the pipe's state and log group and the
+        enrichment function's errors; after maxReceiveCount the records go to ${local.q.failure_dlq}.
+      EOT
+      failure_dlq_depth  = <<-EOT
+        serverless-retry self-healing: more than ${var.thresholds.dlq_depth} failure record(s) in
+        ${local.q.failure_dlq}: the pipe could not enrich them or put them on the bus
+        maxReceiveCount times (the enrichment function failing, an SQS send it needs refused,
+        PutEvents refused). Each is a Lambda destination record. Fix the cause (the enrichment's
+        logs, the pipe's log group), then move them back to the failure queue: aws sqs
+        start-message-move-task --source-arn <ARN of ${local.q.failure_dlq}>, or re-invoke each
+        failed function directly: serverless-retry redrive --from-queue-url ${local.url.failure_dlq}
+        --to-function --dry-run.
+      EOT
+      exhausted_depth    = <<-EOT
+        serverless-retry self-healing: more than ${var.thresholds.exhausted_depth} event(s) in the
+        retry-exhausted queue ${local.q.exhausted}: the rules or the redrive gave up on them
+        (retry budget spent, do-not-retry error, unknown source, invalid failure record, too large);
+        each record says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
+        fixed, re-invoke the functions that failed: ${local.redrive_command} --dry-run, then without
+        --dry-run (--reset-attempts for a fresh budget).
+      EOT
+      rules_dlq_depth    = <<-EOT
+        serverless-retry self-healing: EventBridge could not deliver more than
+        ${var.thresholds.dlq_depth} failure event(s) to a rule target (the redrive function or the
+        retry-exhausted queue) and put them in ${local.q.rules_dlq}: a permission (the redrive
+        function's resource policy, the exhausted queue's policy or key) or a deleted target. Each
+        message is the bus event with the error in its attributes: serverless-retry inspect
+        --queue-url ${local.url.rules_dlq}.
+      EOT
+      redrive_dlq_depth  = <<-EOT
+        serverless-retry self-healing: the redrive function failed more than
+        ${var.thresholds.dlq_depth} retry event(s) after Lambda's own retries, and its on-failure
+        destination put them in ${local.q.redrive_dlq} (an async Invoke of the source, Publish,
+        CreateSchedule or SendMessage refused: its logs say which). Once fixed, run the redrive
+        again with each event as it was: serverless-retry redrive --from-queue-url
+        ${local.url.redrive_dlq} --to-function --reset-attempts --dry-run.
+      EOT
+      schedule_dlq_depth = <<-EOT
+        serverless-retry self-healing: EventBridge Scheduler could not deliver more than
+        ${var.thresholds.dlq_depth} delayed retr(ies) to the source function or topic and put them
+        in ${local.q.schedule_dlq} (the scheduler role lost lambda:InvokeFunction or sns:Publish, or
+        the target was deleted). Each dead-letter event names its schedule and the error:
+        serverless-retry inspect --queue-url ${local.url.schedule_dlq}.
+      EOT
+    }
+  }
+  queue_alarms = {
+    for concern, description in local.queue_descriptions[var.pattern] : concern => {
+      namespace   = "AWS/SQS"
+      metric      = local.queue_concerns[concern].metric
+      dimensions  = { QueueName = local.queues[local.queue_concerns[concern].role] }
+      statistic   = "Maximum"
+      threshold   = local.queue_concerns[concern].threshold
+      description = description
+    }
+    # A standard source's retry schedules dead-letter to the DLQ, already watched.
+    if local.queues[local.queue_concerns[concern].role] != null && !(concern == "schedule_dlq_depth" && local.queues.schedule_dlq == local.queues.dlq)
+  }
+
+  # --- function alarms: the consumer (function_name) and the others (functions) -----------------------
+  function_errors_text = {
+    consumer   = "the consumer function %s failed more than %d whole invocation(s) in %d s: an exception outside the per-record handling (bad configuration at cold start, timeout, out of memory). Records that fail one by one are retried by policy and do not count here. Every record of a failed batch comes back after the visibility timeout and reaches the DLQ after maxReceiveCount. Read the error in the function's logs (/aws/lambda/%s)."
+    enrichment = "the pipe's enrichment function %s failed more than %d invocation(s) in %d s: each failed pipe batch returns to the failure queue (its DLQ after maxReceiveCount). It fails only when an SQS send it needs is refused (\"SQS send failed\" in its logs) or on a crash, timeout or bad configuration: /aws/lambda/%s."
+    redrive    = "the redrive function %s failed more than %d invocation(s) in %d s: Lambda retries each failed retry event twice, then its on-failure destination (the redrive DLQ) keeps it. Its logs (/aws/lambda/%s) name the call that failed: the source's async Invoke, Publish, CreateSchedule or SendMessage."
+    source     = "the self-healing source %s failed more than %d invocation(s) in %d s. Each failure goes to the failure queue and is retried by its policy, which is expected while a dependency is down; see the retry-exhausted queue for what was given up and /aws/lambda/%s for the errors."
+    other      = "the function %s failed more than %d invocation(s) in %d s: read the error in /aws/lambda/%s."
+  }
+  function_alarms = {
+    # The consumer keeps its key function_errors; the others are <key>_function_errors.
+    for key, f in local.all_functions : (f.role == "consumer" ? "function_errors" : "${key}_function_errors") => {
+      namespace   = "AWS/Lambda"
+      metric      = "Errors"
+      dimensions  = { FunctionName = f.function_name }
+      statistic   = "Sum"
+      threshold   = var.thresholds.function_errors
+      description = "serverless-retry: ${format(local.function_errors_text[f.role], f.function_name, var.thresholds.function_errors, local.period, f.function_name)}"
+    } if f.alarm_errors
+  }
 
   # One alarm per concern, each on one metric. Keys are the concerns (and the alarm_arns keys).
   metric_alarms = merge(
-    local.queues.dlq == null ? {} : {
-      dlq_depth = {
-        namespace   = "AWS/SQS"
-        metric      = "ApproximateNumberOfMessagesVisible"
-        dimensions  = { QueueName = local.queues.dlq }
-        statistic   = "Maximum"
-        threshold   = var.thresholds.dlq_depth
-        description = <<-EOT
-          serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
-          ${local.queues.dlq}. They are records the consumer could not hand on (sending a retry, a
-          schedule or an exhausted copy kept failing, or whole batches failed) maxReceiveCount times,
-          or retry schedules the Scheduler could not deliver. Find the error in the consumer's logs
-          ("SendMessageBatch failed", "CreateSchedule failed", or the invocation's exception), fix it,
-          then move the messages back with SQS DLQ redrive: aws sqs start-message-move-task
-          --source-arn <ARN of ${local.queues.dlq}>.
-        EOT
-      }
-    },
-    # A FIFO source's retry schedules dead-letter to a standard queue of their own.
-    local.queues.schedule_dlq == null || local.queues.schedule_dlq == local.queues.dlq ? {} : {
-      schedule_dlq_depth = {
-        namespace   = "AWS/SQS"
-        metric      = "ApproximateNumberOfMessagesVisible"
-        dimensions  = { QueueName = local.queues.schedule_dlq }
-        statistic   = "Maximum"
-        threshold   = var.thresholds.dlq_depth
-        description = <<-EOT
-          serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in
-          ${local.queues.schedule_dlq}, the dead-letter queue of the retry schedules: EventBridge
-          Scheduler could not deliver those retries to the source queue (e.g. its role lost
-          sqs:SendMessage or the queue's key, or the queue was deleted). Each dead-letter event
-          names its schedule and the error. Fix the cause, then look at them (removes nothing):
-          serverless-retry inspect --queue-url ${local.queue_url.schedule_dlq}.
-        EOT
-      }
-    },
-    local.queues.exhausted == null ? {} : {
-      exhausted_depth = {
-        namespace   = "AWS/SQS"
-        metric      = "ApproximateNumberOfMessagesVisible"
-        dimensions  = { QueueName = local.queues.exhausted }
-        statistic   = "Maximum"
-        threshold   = var.thresholds.exhausted_depth
-        description = <<-EOT
-          serverless-retry: more than ${var.thresholds.exhausted_depth} message(s) in the
-          retry-exhausted queue ${local.queues.exhausted}. The consumer gave up on them (retry budget
-          or max age used up, non-retryable error, invalid envelope, too large to retry); each
-          envelope says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
-          fixed, redrive with a fresh budget: ${local.redrive_command} --dry-run, then without
-          --dry-run.
-        EOT
-      }
-    },
-    local.queues.source == null ? {} : {
-      oldest_message_age = {
-        namespace   = "AWS/SQS"
-        metric      = "ApproximateAgeOfOldestMessage"
-        dimensions  = { QueueName = local.queues.source }
-        statistic   = "Maximum"
-        threshold   = var.thresholds.oldest_message_age_seconds
-        description = <<-EOT
-          serverless-retry: the oldest message in ${local.queues.source} is older than
-          ${var.thresholds.oldest_message_age_seconds} s, so the consumer is not keeping up or not
-          consuming. Check the function's Errors and Throttles (reserved or maximum concurrency), that
-          its SQS event source mapping is Enabled, and the ${var.name} dashboard. A healthy retry
-          waits in the queue at most 900 s (SQS delay), or the policy's max_seconds with the
-          visibility transport.
-        EOT
-      }
-    },
-    var.function_name == null ? {} : {
-      function_errors = {
-        namespace   = "AWS/Lambda"
-        metric      = "Errors"
-        dimensions  = { FunctionName = var.function_name }
-        statistic   = "Sum"
-        threshold   = var.thresholds.function_errors
-        description = <<-EOT
-          serverless-retry: the consumer function ${var.function_name} failed more than
-          ${var.thresholds.function_errors} whole invocation(s) in ${local.period} s: an exception
-          outside the per-record handling (bad configuration at cold start, timeout, out of memory).
-          Records that fail one by one are retried by policy and do not count here. Every record of a
-          failed batch comes back after the visibility timeout and reaches the DLQ after
-          maxReceiveCount. Read the error in the function's logs (/aws/lambda/${var.function_name}).
-        EOT
-      }
-    },
+    local.queue_alarms,
+    local.function_alarms,
     local.service == null ? {} : {
       delivery_failed = {
         namespace   = var.metrics_namespace

@@ -10,34 +10,90 @@ variable "name" {
   }
 }
 
+variable "pattern" {
+  description = "Which of our queue sets this instance watches, so that every alarm description and the dashboard say what its queues and functions are and what to do: `scheduled-retry` (modules/scheduled-retry, or modules/queue + modules/consumer: queues `source`, `dlq`, `exhausted`, `schedule_dlq` and the consumer `function_name`), `native-retry` (a source queue and the DLQ its redrive policy fills, the consumer retrying through the visibility timeout: `source`, `dlq`, `function_name`) or `self-healing` (modules/self-healing: `queues = module.<name>.queue_names`, i.e. `failure`, `failure_dlq`, `exhausted`, `rules_dlq`, `redrive_dlq`, `schedule_dlq`, and its functions in `functions`)."
+  type        = string
+  default     = "scheduled-retry"
+  nullable    = false
+
+  validation {
+    condition     = contains(["scheduled-retry", "native-retry", "self-healing"], var.pattern)
+    error_message = "pattern must be scheduled-retry, native-retry or self-healing, got \"${var.pattern}\"."
+  }
+}
+
 variable "queues" {
-  description = "Names (not URLs or ARNs) of the queues to watch, e.g. the scheduled-retry module's `queue_name`, `dlq_name`, `exhausted_queue_name` and, for a FIFO source, `schedule_dlq_name` (the standard dead-letter queue of its retry schedules; leave it null when it is the DLQ). Each is optional: an alarm or graph is only made for the queues given."
+  description = "Names (not URLs or ARNs) of the queues to watch, by role. scheduled-retry: the module's `queue_name` (`source`), `dlq_name`, `exhausted_queue_name` and, for a FIFO source, `schedule_dlq_name` (the standard dead-letter queue of its retry schedules; leave it null when it is the DLQ). native-retry: `source` and `dlq`. self-healing: the self-healing module's `queue_names` output as it is (`failure`, `failure_dlq`, `exhausted`, `rules_dlq`, `redrive_dlq`, `schedule_dlq`). Each is optional: an alarm or graph is only made for the queues given, and a role the pattern does not have is an error."
   type = object({
     source       = optional(string)
     dlq          = optional(string)
     exhausted    = optional(string)
     schedule_dlq = optional(string)
+    failure      = optional(string)
+    failure_dlq  = optional(string)
+    rules_dlq    = optional(string)
+    redrive_dlq  = optional(string)
   })
   default  = {}
   nullable = false
 
   validation {
     condition = alltrue([
-      for q in [var.queues.source, var.queues.dlq, var.queues.exhausted, var.queues.schedule_dlq] :
+      for q in values(var.queues) :
       q == null ? true : can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", q)) && length(q) <= 80
     ])
-    error_message = "queues.source, queues.dlq, queues.exhausted and queues.schedule_dlq must be SQS queue names (up to 80 letters, digits, hyphens and underscores, optionally ending in .fifo), not URLs or ARNs."
+    error_message = "Every queues entry must be an SQS queue name (up to 80 letters, digits, hyphens and underscores, optionally ending in .fifo), not a URL or ARN."
   }
 }
 
 variable "function_name" {
-  description = "Name of the consumer function whose Errors are alarmed and whose invocations, errors, throttles and duration are graphed. null: no function alarm or graphs."
+  description = "Name of the consumer function (scheduled-retry, native-retry) whose Errors are alarmed and whose invocations, errors, throttles and duration are graphed. null: no consumer alarm or graphs. The self-healing pattern has no consumer: give its functions in `functions`."
   type        = string
   default     = null
 
   validation {
     condition     = var.function_name == null ? true : can(regex("^[A-Za-z0-9_-]{1,64}$", var.function_name))
     error_message = "function_name must be a Lambda function name (1-64 letters, digits, hyphens and underscores), not an ARN."
+  }
+}
+
+variable "functions" {
+  description = <<-EOT
+    More functions on the same dashboard, by a short key (it names the alarm `<name>-<key>-function-errors`).
+    `role` says what each one is: `enrichment` and `redrive` (the self-healing module's
+    `enrichment_function_name` and `redrive_function_name`: their Errors are alarmed, their
+    ServerlessRetry metrics graphed), `source` (a self-healing source function: graphed, not alarmed,
+    since its failures are what the pattern heals) or `other` (graphed). `alarm_errors` overrides
+    whether Errors are alarmed; `service` is the function's POWERTOOLS_SERVICE_NAME (default: its name,
+    as modules/self-healing sets it).
+  EOT
+  type = map(object({
+    function_name = string
+    role          = string
+    alarm_errors  = optional(bool)
+    service       = optional(string)
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for k, f in var.functions : can(regex("^[a-z0-9_]{1,32}$", k)) && k != "consumer"])
+    error_message = "functions keys must be 1-32 lower-case letters, digits and underscores (each names an alarm), and not consumer (function_name's)."
+  }
+
+  validation {
+    condition     = alltrue([for f in values(var.functions) : can(regex("^[A-Za-z0-9_-]{1,64}$", f.function_name))])
+    error_message = "functions[*].function_name must be Lambda function names (1-64 letters, digits, hyphens and underscores), not ARNs."
+  }
+
+  validation {
+    condition     = alltrue([for f in values(var.functions) : contains(["enrichment", "redrive", "source", "other"], f.role)])
+    error_message = "functions[*].role must be enrichment, redrive, source or other."
+  }
+
+  validation {
+    condition     = alltrue([for f in values(var.functions) : f.service == null ? true : length(f.service) >= 1 && length(f.service) <= 255])
+    error_message = "functions[*].service must be 1-255 characters (a CloudWatch dimension value)."
   }
 }
 
@@ -66,10 +122,11 @@ variable "metrics_namespace" {
 
 variable "thresholds" {
   description = <<-EOT
-    When each alarm fires (each fires above its value). Depths are messages; errors and
-    DeliveryFailed are counts per period. oldest_message_age_seconds must exceed the longest wait a
-    healthy retry spends in the source queue: 900 s for SQS-delay retries, the policy's max_seconds
-    with the visibility transport. exhausted_percent is the share (0-100) of the messages the
+    When each alarm fires (each fires above its value). Depths are messages (dlq_depth for every
+    dead-letter queue of the pattern); errors and DeliveryFailed are counts per period (function_errors
+    for every alarmed function). oldest_message_age_seconds must exceed the longest wait a healthy
+    retry spends in the source queue: 900 s for SQS-delay retries, the policy's max_seconds with the
+    visibility transport (self-healing: a failure record waits only for the pipe). exhausted_percent is the share (0-100) of the messages the
     consumer finished in a period that were Exhausted, only evaluated for periods with at least
     exhausted_min_messages finished messages, so one failure out of two does not page anyone.
   EOT

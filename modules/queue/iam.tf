@@ -1,10 +1,10 @@
 locals {
   queue_arns = merge(
     {
-      source    = aws_sqs_queue.source.arn
-      dlq       = aws_sqs_queue.dlq.arn
-      exhausted = aws_sqs_queue.exhausted.arn
+      source = aws_sqs_queue.source.arn
+      dlq    = aws_sqs_queue.dlq.arn
     },
+    var.exhausted_queue ? { exhausted = aws_sqs_queue.exhausted[0].arn } : {},
     var.fifo ? { schedule_dlq = aws_sqs_queue.schedule_dlq[0].arn } : {},
   )
 }

@@ -105,7 +105,10 @@ resource "aws_sqs_queue" "schedule_dlq" {
 
 # Where the consumer puts messages it gives up on (exhausted, non-retryable, invalid envelope, too large),
 # each an envelope saying why. Larger than the source queue, so the reason fits around any body.
+# Not created for a plain handler of one's own (native retry), which never writes there.
 resource "aws_sqs_queue" "exhausted" {
+  count = var.exhausted_queue ? 1 : 0
+
   name                        = "${var.name}-exhausted${local.suffix}"
   fifo_queue                  = var.fifo ? true : null
   content_based_deduplication = var.fifo ? var.content_based_deduplication : null
@@ -144,6 +147,19 @@ resource "aws_sqs_queue_policy" "schedule_dlq" {
 }
 
 resource "aws_sqs_queue_policy" "exhausted" {
-  queue_url = aws_sqs_queue.exhausted.url
+  count = var.exhausted_queue ? 1 : 0
+
+  queue_url = aws_sqs_queue.exhausted[0].url
   policy    = data.aws_iam_policy_document.tls_only["exhausted"].json
+}
+
+# The exhausted queue became optional (exhausted_queue): existing states keep their queue.
+moved {
+  from = aws_sqs_queue.exhausted
+  to   = aws_sqs_queue.exhausted[0]
+}
+
+moved {
+  from = aws_sqs_queue_policy.exhausted
+  to   = aws_sqs_queue_policy.exhausted[0]
 }

@@ -44,18 +44,18 @@ output "schedule_dlq_name" {
 }
 
 output "exhausted_queue_url" {
-  description = "URL of the retry-exhausted queue."
-  value       = aws_sqs_queue.exhausted.url
+  description = "URL of the retry-exhausted queue (null with exhausted_queue = false)."
+  value       = one(aws_sqs_queue.exhausted[*].url)
 }
 
 output "exhausted_queue_arn" {
-  description = "ARN of the retry-exhausted queue."
-  value       = aws_sqs_queue.exhausted.arn
+  description = "ARN of the retry-exhausted queue (null with exhausted_queue = false)."
+  value       = one(aws_sqs_queue.exhausted[*].arn)
 }
 
 output "exhausted_queue_name" {
-  description = "Name of the retry-exhausted queue."
-  value       = aws_sqs_queue.exhausted.name
+  description = "Name of the retry-exhausted queue (null with exhausted_queue = false)."
+  value       = one(aws_sqs_queue.exhausted[*].name)
 }
 
 output "visibility_timeout_seconds" {

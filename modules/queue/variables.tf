@@ -16,6 +16,13 @@ variable "fifo" {
   nullable    = false
 }
 
+variable "exhausted_queue" {
+  description = "Create the retry-exhausted queue, where the serverless_retry consumer puts the messages it gives up on, each with the reason. false for a plain handler of your own (native SQS retry, the consumer module with processor = null), which never writes there: the DLQ is then the only place a failing message ends."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "content_based_deduplication" {
   description = "FIFO only: deduplicate by a SHA-256 of the body when a sender gives no MessageDeduplicationId. Keep it on when retries go through EventBridge Scheduler: a Scheduler SQS target can pass only a MessageGroupId, and AWS requires content-based deduplication on a FIFO target queue. Senders that pass their own MessageDeduplicationId are unaffected."
   type        = bool

@@ -74,7 +74,7 @@ BAD = [
     ("CLOCK_SCALE", "60", "SERVERLESS_RETRY_CLOCK_EPOCH: required when SERVERLESS_RETRY_CLOCK_SCALE is set"),
     ("CLOCK_EPOCH", "1700000000", "SERVERLESS_RETRY_CLOCK_SCALE: required when"),
     ("IDEMPOTENCY_TABLE", "x", "not a DynamoDB table name"),
-    ("DLQ_ARN", f"{ARN}:orders-dlq.fifo", "must be a standard queue"),
+    ("DLQ_ARN", f"{ARN}:orders-dlq.fifo", "must be a standard SQS queue"),
     ("FIFO_ORDER", "sorted", "must be one of ordered, unordered"),
     ("QUEUE_RETENTION_SECONDS", "four days", "must be an integer"),
     ("QUEUE_RETENTION_SECONDS", "30", "MessageRetentionPeriod, 60-1209600 seconds"),

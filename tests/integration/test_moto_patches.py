@@ -201,25 +201,112 @@ def test_raw_moto_has_no_message_move_task(raw: Aws) -> None:
         raw.client("sqs").list_message_move_tasks(SourceArn=dlq_arn)
 
 
-def test_patched_message_move_task_redrives_to_the_source(patched: Aws) -> None:
-    src_url, dlq_url, dlq_arn = _dead_lettered(patched, 3)
+def _tasks(sqs: Any, arn: str, limit: int = 10) -> list[dict[str, Any]]:
+    return list(sqs.list_message_move_tasks(SourceArn=arn, MaxResults=limit)["Results"])
+
+
+def _until_ended(sqs: Any, arn: str, deadline: float = 20.0) -> dict[str, Any]:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        (task,) = _tasks(sqs, arn, 1)
+        if task["Status"] not in ("RUNNING", "CANCELLING"):
+            return task
+        time.sleep(0.05)
+    raise AssertionError(f"the move task of {arn} still runs after {deadline} s")
+
+
+def test_patched_message_move_task_runs_in_the_background_at_its_rate(patched: Aws) -> None:
+    src_url, dlq_url, dlq_arn = _dead_lettered(patched, 6)
     sqs = patched.client("sqs")
     in_dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
-    assert in_dlq["Attributes"]["ApproximateNumberOfMessages"] == "3"
-    assert sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]
-    (task,) = sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=1)["Results"]
-    assert task["Status"] == "COMPLETED"
-    assert task["ApproximateNumberOfMessagesMoved"] == 3
-    bodies = sorted(
-        m["Body"] for m in sqs.receive_message(QueueUrl=src_url, MaxNumberOfMessages=10)["Messages"]
-    )
-    assert bodies == ["m0", "m1", "m2"]
+    assert in_dlq["Attributes"]["ApproximateNumberOfMessages"] == "6"
+    started = time.monotonic()
+    handle = sqs.start_message_move_task(SourceArn=dlq_arn, MaxNumberOfMessagesPerSecond=5)["TaskHandle"]
+    (running,) = _tasks(sqs, dlq_arn)
+    # Running: its handle is listed (for CancelMessageMoveTask), and not everything has moved yet.
+    assert (running["Status"], running["TaskHandle"]) == ("RUNNING", handle)
+    assert running["ApproximateNumberOfMessagesToMove"] == 6
+    assert running["MaxNumberOfMessagesPerSecond"] == 5
+    assert running["ApproximateNumberOfMessagesMoved"] < 6
+    with pytest.raises(ClientError, match="already a task running"):
+        sqs.start_message_move_task(SourceArn=dlq_arn)
+    done = _until_ended(sqs, dlq_arn)
+    # 6 messages at 5 a second: the last one moves 1 s after the first (the clock runs x1 here).
+    assert time.monotonic() - started >= 0.9
+    assert done["Status"] == "COMPLETED"
+    assert done["ApproximateNumberOfMessagesMoved"] == 6
+    assert "TaskHandle" not in done  # ListMessageMoveTasks gives a handle for running tasks only
+    bodies = []
+    for _ in range(5):
+        bodies += [
+            m["Body"] for m in sqs.receive_message(QueueUrl=src_url, MaxNumberOfMessages=10)["Messages"]
+        ]
+        if len(bodies) == 6:
+            break
+    assert sorted(bodies) == [f"m{i}" for i in range(6)]  # each back to its DeadLetterQueueSourceArn
     with pytest.raises(ClientError, match="Dead Letter Queue"):
         sqs.start_message_move_task(
             SourceArn=sqs.get_queue_attributes(QueueUrl=src_url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"
             ]
         )
+
+
+def test_message_move_task_limits_and_cancel(patched: Aws) -> None:
+    _, dlq_url, dlq_arn = _dead_lettered(patched, 5)
+    sqs = patched.client("sqs")
+    for rate in (0, 501):
+        with pytest.raises(ClientError, match="MaxNumberOfMessagesPerSecond"):
+            sqs.start_message_move_task(SourceArn=dlq_arn, MaxNumberOfMessagesPerSecond=rate)
+    with pytest.raises(ClientError, match="MaxResults"):
+        sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=11)
+    fifo = sqs.create_queue(QueueName=patched.name("fifo") + ".fifo", Attributes={"FifoQueue": "true"})
+    fifo_arn = sqs.get_queue_attributes(QueueUrl=fifo["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    with pytest.raises(ClientError, match="same type"):
+        sqs.start_message_move_task(SourceArn=dlq_arn, DestinationArn=fifo_arn)
+    handle = sqs.start_message_move_task(SourceArn=dlq_arn, MaxNumberOfMessagesPerSecond=1)["TaskHandle"]
+    time.sleep(0.3)  # the first message moves at once, the next after a second
+    sqs.cancel_message_move_task(TaskHandle=handle)
+    cancelled = _until_ended(sqs, dlq_arn)
+    assert cancelled["Status"] == "CANCELLED"
+    assert 1 <= cancelled["ApproximateNumberOfMessagesMoved"] < 5
+    left = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert (
+        int(left["Attributes"]["ApproximateNumberOfMessages"])
+        == 5 - cancelled["ApproximateNumberOfMessagesMoved"]
+    )
+    with pytest.raises(ClientError, match="not running"):
+        sqs.cancel_message_move_task(TaskHandle=handle)
+
+
+def test_a_message_with_no_source_fails_a_move_task_without_a_destination(patched: Aws) -> None:
+    _, dlq_url, dlq_arn = _dead_lettered(patched, 0)
+    sqs = patched.client("sqs")
+    sqs.send_message(QueueUrl=dlq_url, MessageBody="put here by hand")  # no redrive policy moved it
+    sqs.start_message_move_task(SourceArn=dlq_arn)
+    failed = _until_ended(sqs, dlq_arn)
+    assert failed["Status"] == "FAILED"
+    assert "DeadLetterQueueSourceArn" in failed["FailureReason"]
+    left = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert left["Attributes"]["ApproximateNumberOfMessages"] == "1"  # nothing lost
+
+
+def test_move_tasks_run_on_the_logical_clock(tmp_path: Any) -> None:
+    """At clock x100, a move task at 5 messages per (logical) second moves 20 messages in 0.04 real s
+    per message: the same rate in the emulator's time as at x1."""
+    with Emulator(clock_scale=100, log_path=tmp_path / "x100.log") as emulator:
+        aws = Aws(emulator)
+        _, _, dlq_arn = _dead_lettered(aws, 20)
+        sqs = aws.client("sqs")
+        started = time.monotonic()
+        sqs.start_message_move_task(SourceArn=dlq_arn, MaxNumberOfMessagesPerSecond=5)
+        done = _until_ended(sqs, dlq_arn, deadline=10)
+        real = time.monotonic() - started
+        assert done["Status"] == "COMPLETED"
+        assert done["ApproximateNumberOfMessagesMoved"] == 20
+        assert real < 3.0  # 3.8 logical seconds (19 gaps at 5/s) are 0.038 real seconds at x100
 
 
 # --- lambda_ignores_logging_config ----------------------------------------------------------------------
@@ -409,6 +496,69 @@ def test_patched_fifo_group_comes_back_in_order(patched: Aws) -> None:
     assert _fifo_order_after_visibility_timeout(patched) == ["m0", "m1", "m2"]
 
 
+# --- sqs_dead_letter_source_arn_missing --------------------------------------------------------------
+
+
+def _dead_letter_sources(aws: Aws) -> tuple[str, dict[str, str | None]]:
+    """(the source's ARN, body -> the DeadLetterQueueSourceArn each DLQ message comes back with)."""
+    src_url, dlq_url, _ = _dead_lettered(aws, 2)
+    sqs = aws.client("sqs")
+    sqs.send_message(QueueUrl=dlq_url, MessageBody="sent to the DLQ directly")
+    src_arn = sqs.get_queue_attributes(QueueUrl=src_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    found: dict[str, str | None] = {}
+    for names in (["All"], ["DeadLetterQueueSourceArn"]):
+        messages = sqs.receive_message(
+            QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageSystemAttributeNames=names
+        )["Messages"]
+        for m in messages:
+            found[m["Body"] + (" (all)" if names == ["All"] else "")] = m.get("Attributes", {}).get(
+                "DeadLetterQueueSourceArn"
+            )
+    return src_arn, found
+
+
+def test_raw_moto_dead_letters_without_the_source_arn(raw: Aws) -> None:
+    _, found = _dead_letter_sources(raw)
+    assert set(found.values()) == {None}
+
+
+def test_patched_dead_letter_carries_its_source_queue_arn(patched: Aws) -> None:
+    src_arn, found = _dead_letter_sources(patched)
+    assert found == {
+        "m0 (all)": src_arn,
+        "m1 (all)": src_arn,
+        "sent to the DLQ directly (all)": None,
+        "m0": src_arn,
+        "m1": src_arn,
+        "sent to the DLQ directly": None,
+    }
+
+
+def test_a_fifo_dead_letter_takes_its_message_id_as_deduplication_id(patched: Aws) -> None:
+    """SQS: "When a message is moved from a FIFO queue to a FIFO DLQ, the original message's
+    deduplication ID will be replaced with the original message's ID"."""
+    sqs = patched.client("sqs")
+    fifo = {"FifoQueue": "true"}
+    dlq = sqs.create_queue(QueueName=patched.name("dlq") + ".fifo", Attributes=fifo)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})
+    src = sqs.create_queue(
+        QueueName=patched.name("src") + ".fifo", Attributes={**fifo, "RedrivePolicy": redrive}
+    )
+    sent = sqs.send_message(
+        QueueUrl=src["QueueUrl"], MessageBody="m", MessageGroupId="g", MessageDeduplicationId="d"
+    )
+    for _ in range(2):
+        sqs.receive_message(QueueUrl=src["QueueUrl"], VisibilityTimeout=0)
+    (moved,) = sqs.receive_message(QueueUrl=dlq, MessageSystemAttributeNames=["All"])["Messages"]
+    assert moved["MessageId"] == sent["MessageId"]
+    assert moved["Attributes"]["MessageDeduplicationId"] == sent["MessageId"]
+    assert moved["Attributes"]["MessageGroupId"] == "g"
+    assert moved["Attributes"]["DeadLetterQueueSourceArn"].endswith(".fifo")
+
+
 # --- lambda_list_event_source_mappings_by_name_misses_arns ------------------------------------------------
 
 
@@ -535,24 +685,31 @@ def test_patched_create_schedule_refuses_a_fifo_dead_letter_queue(patched: Aws) 
     )
 
 
-# --- events_put_events_size_unchecked -----------------------------------------------------------------------
+# --- scheduler_create_schedule_in_missing_group_fails ------------------------------------------------------
 
 
-def _put_events_of(aws: Aws, detail_bytes: int) -> Any:
-    detail = json.dumps({"pad": "x" * (detail_bytes - 11)})
-    return aws.client("events").put_events(
-        Entries=[{"Source": "size.test", "DetailType": "t", "Detail": detail}]
-    )
+def _schedule_in_missing_group(aws: Aws) -> ClientError:
+    _, target = aws.queue("sched-target")
+    with pytest.raises(ClientError) as caught:
+        aws.client("scheduler").create_schedule(
+            Name=aws.name("lost"),
+            GroupName="no-such-group",
+            ScheduleExpression="at(2030-01-01T00:00:00)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={"Arn": target, "RoleArn": "arn:aws:iam::123456789012:role/scheduler", "Input": "{}"},
+        )
+    return caught.value
 
 
-def test_raw_moto_puts_events_of_any_size(raw: Aws) -> None:
-    assert _put_events_of(raw, 300_000)["FailedEntryCount"] == 0
+def test_raw_moto_fails_a_schedule_in_a_missing_group_with_a_500(raw: Aws) -> None:
+    assert _schedule_in_missing_group(raw).response["ResponseMetadata"]["HTTPStatusCode"] == 500
 
 
-def test_patched_put_events_refuses_256_kb_or_more(patched: Aws) -> None:
-    assert _put_events_of(patched, 200_000)["FailedEntryCount"] == 0
-    with pytest.raises(ClientError, match="ValidationException"):
-        _put_events_of(patched, 262_144)
+def test_patched_create_schedule_in_a_missing_group_is_resource_not_found(patched: Aws) -> None:
+    error = _schedule_in_missing_group(patched).response
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert error["Error"]["Code"] == "ResourceNotFoundException"
+    assert error["Error"]["Message"] == "Schedule group no-such-group does not exist."
 
 
 def test_every_patch_has_a_raw_and_a_patched_test() -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,3 +107,24 @@ def test_nonsense_and_missing_queues(ops: Ops) -> None:
     assert missing.returncode == 1
     assert missing.stderr.startswith("error: AWS GetQueueAttributes")
     assert "Traceback" not in missing.stderr
+
+
+def test_ages_are_measured_on_the_emulators_clock(tmp_path: Path) -> None:
+    """At clock x1000, a message sent 0.2 real seconds ago is ~200 logical seconds old: inspect says
+    so and redrive's --older-than selects by it (on the system clock it would look 0 s old, its
+    SentTimestamp being logical)."""
+    with Emulator(clock_scale=1000, log_path=tmp_path / "emulator.log") as emulator:
+        sqs = boto3.client("sqs", **emulator.client_kwargs())
+        source = sqs.create_queue(QueueName="aged")["QueueUrl"]
+        target = sqs.create_queue(QueueName="aged-target")["QueueUrl"]
+        sqs.send_message(QueueUrl=source, MessageBody="old enough")
+        time.sleep(0.2)
+        ops = Ops(emulator, sqs, Sandbox(target, source, source))
+        report = json.loads(ops.run("inspect", "--queue-url", source, "--json").stdout)
+        (oldest,) = report["oldest"]
+        assert oldest["age_seconds"] >= 150, oldest
+        dry = ops.run(
+            "redrive", "--from-queue-url", source, "--to-queue-url", target, "--older-than", "2m", "--dry-run"
+        )
+        assert dry.returncode == 0, dry.stderr
+        assert "dry run: would move 1, would skip 0" in dry.stdout

@@ -36,7 +36,7 @@ MODULES = (
     "modules/monitoring",
     "modules/self-healing",
 )
-EXAMPLES = ("examples/scheduled-retry", "examples/self-healing")
+EXAMPLES = ("examples/scheduled-retry", "examples/self-healing", "examples/native-retry")
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")

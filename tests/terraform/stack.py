@@ -8,7 +8,8 @@ the terraform tier checks what was created, the integration tier drives it with 
 (and restores whatever it changes).
 
 Adding a stack is one line in ``STACKS``: its root, the fixture name tests ask for, its variables,
-and the clock scale its emulator runs on. The package is ``dist/examples/<name>.zip`` when
+and the clock scale its emulator runs on. The root is ``examples/<name>`` unless the spec names
+another (a test fixture root); the package is ``dist/examples/<package or name>.zip`` when
 ``./build.sh package`` made it, else built here from the spec's ``source`` directory.
 """
 
@@ -41,10 +42,12 @@ class StackSpec:
     # Logical seconds per real second. Queue visibility timeouts are logical and function timeouts
     # real, so a stack's visibility must hold at this scale (180 logical s = 1.8 real s at x100).
     clock_scale: float = 100.0
+    directory: str | None = None  # the root, relative to the repository; None: examples/<name>
+    package: str | None = None  # the dist/examples/<package>.zip it deploys; None: <name>
 
     @property
     def root(self) -> str:
-        return f"examples/{self.name}"
+        return self.directory or f"examples/{self.name}"
 
 
 STACKS: tuple[StackSpec, ...] = (
@@ -52,6 +55,9 @@ STACKS: tuple[StackSpec, ...] = (
     # x10: between two attempts the self-healing pipeline runs in real time (x the scale), and the
     # failure queue's 180 s visibility must outlast a cold enrichment (18 real seconds at x10).
     StackSpec("self-healing", "self_healing_stack", "examples/self-healing/src/self_healing_example", clock_scale=10.0),
+    StackSpec("native-retry", "native_retry_stack", "examples/native-retry/src/native_orders", {"function_timeout": 30, "release": "buggy"}, clock_scale=10.0),
+    # Both FIFO orders (modules/scheduled-retry, fifo = true) with the example's processor and zip.
+    StackSpec("fifo-retry", "fifo_retry_stack", "examples/scheduled-retry/src/orders_example", directory="tests/terraform/fixtures/fifo-retry", package="scheduled-retry"),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 
@@ -106,8 +112,9 @@ class SharedStack:
             self._thread.join(120)
 
     def _package(self) -> Path:
-        built = ROOT / "dist" / "examples" / f"{self.spec.name}.zip"
-        out = self._tmp / f"{self.spec.name}.zip"
+        zip_name = self.spec.package or self.spec.name
+        built = ROOT / "dist" / "examples" / f"{zip_name}.zip"
+        out = self._tmp / f"{zip_name}.zip"
         if built.is_file():
             # A private copy: a ./build.sh package elsewhere must not change the zip under an apply.
             shutil.copyfile(built, out)
@@ -125,7 +132,9 @@ class SharedStack:
             self._error = exc
 
     def _apply(self) -> Applied:
-        for relative in ("modules", "examples"):
+        # The same layout as the repository, so a root's relative module sources resolve.
+        roots = () if self.spec.root.startswith("examples/") else (self.spec.root,)
+        for relative in ("modules", "examples", *roots):
             shutil.copytree(ROOT / relative, self._tmp / relative, ignore=ignore_state)
         directory = self._tmp / self.spec.root
         package = self._package()

@@ -174,10 +174,16 @@ def test_monitoring_alarms_watch_the_applied_queues(applied: Applied) -> None:
     alarms = applied.client("cloudwatch").describe_alarms(AlarmNamePrefix="heal-example-")["MetricAlarms"]
     watched = {a["AlarmName"]: a["Dimensions"][0]["Value"] for a in alarms}
     assert watched == {
-        "heal-example-failures-oldest-message-age": "heal-example-failures",
-        "heal-example-failures-dlq-depth": "heal-example-failures-dlq",
-        "heal-example-failures-exhausted-depth": "heal-example-exhausted",
-        "heal-example-rules-dlq-dlq-depth": "heal-example-rules-dlq",
-        "heal-example-redrive-dlq-dlq-depth": "heal-example-redrive-dlq",
-        "heal-example-schedule-dlq-dlq-depth": "heal-example-schedule-dlq",
+        "heal-example-failure-queue-age": "heal-example-failures",
+        "heal-example-failure-dlq-depth": "heal-example-failures-dlq",
+        "heal-example-exhausted-depth": "heal-example-exhausted",
+        "heal-example-rules-dlq-depth": "heal-example-rules-dlq",
+        "heal-example-redrive-dlq-depth": "heal-example-redrive-dlq",
+        "heal-example-schedule-dlq-depth": "heal-example-schedule-dlq",
+        "heal-example-enrichment-function-errors": "heal-example-enrichment",
+        "heal-example-redrive-function-errors": "heal-example-redrive",
     }
+    assert set(applied.outputs["alarm_arns"].values()) == {a["AlarmArn"] for a in alarms}
+    dashboard = applied.client("cloudwatch").get_dashboard(DashboardName=applied.outputs["dashboard_name"])
+    (alarm_widget,) = [w for w in json.loads(dashboard["DashboardBody"])["widgets"] if w["type"] == "alarm"]
+    assert set(alarm_widget["properties"]["alarms"]) == {a["AlarmArn"] for a in alarms}

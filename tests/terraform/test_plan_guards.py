@@ -148,7 +148,7 @@ def test_the_queue_guards_say_what_to_change(plans: dict[str, RunResult]) -> Non
     receives, size = (_by_guard(plans, "queue-guards")[key] for key in GUARDS["queue-guards"])
     assert "max_receive_count is 3" in receives
     assert "allow_max_receive_count_below_5 = true" in receives
-    assert "exhausted_max_message_size (131072) must be at least 133120" in size
+    assert "exhausted_max_message_size (131072) must be at least 133120" in size  # + 2048
     assert "Raise exhausted_max_message_size" in size
 
 

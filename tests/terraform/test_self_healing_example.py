@@ -137,20 +137,43 @@ def test_every_function_and_its_role_is_wired(planned: dict[str, Run]) -> None:
 
 
 def test_monitoring_watches_every_queue_where_a_message_can_stop(planned: dict[str, Run]) -> None:
+    """One monitoring instance (one dashboard) for the whole queue set, described as self-healing."""
     run = planned["function"].passed()
     alarms = {
-        r["alarm_name"]: r["dimensions"]["QueueName"]
+        r["alarm_name"]: r["dimensions"]
         for a, r in run.resources.items()
-        if a.startswith("module.monitoring[") and ".aws_cloudwatch_metric_alarm.this[" in a
+        if a.startswith("module.monitoring[0].aws_cloudwatch_metric_alarm.this[")
     }
     assert alarms == {
-        "heal-example-failures-oldest-message-age": "heal-example-failures",
-        "heal-example-failures-dlq-depth": "heal-example-failures-dlq",
-        "heal-example-failures-exhausted-depth": "heal-example-exhausted",
-        "heal-example-rules-dlq-dlq-depth": "heal-example-rules-dlq",
-        "heal-example-redrive-dlq-dlq-depth": "heal-example-redrive-dlq",
-        "heal-example-schedule-dlq-dlq-depth": "heal-example-schedule-dlq",
+        "heal-example-failure-queue-age": {"QueueName": "heal-example-failures"},
+        "heal-example-failure-dlq-depth": {"QueueName": "heal-example-failures-dlq"},
+        "heal-example-exhausted-depth": {"QueueName": "heal-example-exhausted"},
+        "heal-example-rules-dlq-depth": {"QueueName": "heal-example-rules-dlq"},
+        "heal-example-redrive-dlq-depth": {"QueueName": "heal-example-redrive-dlq"},
+        "heal-example-schedule-dlq-depth": {"QueueName": "heal-example-schedule-dlq"},
+        "heal-example-enrichment-function-errors": {"FunctionName": "heal-example-enrichment"},
+        "heal-example-redrive-function-errors": {"FunctionName": "heal-example-redrive"},
     }
+    descriptions = [
+        r["alarm_description"]
+        for a, r in run.resources.items()
+        if a.startswith("module.monitoring[0].aws_")
+        if "alarm_description" in r
+    ]
+    assert descriptions
+    assert not [d for d in descriptions if "consumer" in d], "a self-healing queue is not a consumer's"
+    dashboards = [r for a, r in run.resources.items() if ".aws_cloudwatch_dashboard." in a]
+    (dashboard,) = dashboards
+    body = json.loads(dashboard["dashboard_body"])
+    functions = {
+        m[3]
+        for w in body["widgets"]
+        if w["type"] == "metric"
+        for m in w["properties"]["metrics"]
+        if m[0] == "AWS/Lambda"
+    }
+    assert functions == {f"heal-example-{k}" for k in ("charge", "invoice", "audit", "enrichment", "redrive")}
+    assert run.outputs["dashboard_name"] == "heal-example"
     quiet = planned["no_monitoring"].passed()
     assert not [a for a in quiet.resources if a.startswith("module.monitoring")]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from serverless_retry_tools.local.accounting import (
 )
 from serverless_retry_tools.local.workload import DEFAULT_MIX, MALFORMED, build_workload
 
+EVENTS = Path(__file__).resolve().parent.parent / "events"
 SENT = [SentMessage(f"m{i}", "ok", f"o-{i}", "processed") for i in range(1, 5)]
 
 
@@ -103,6 +105,24 @@ def test_compact_attribute_form_is_read_too() -> None:
         },
     )
     assert (record.id, record.outcome, record.attempt) == ("m2", "too-large-to-retry", 2)
+
+
+def test_every_form_the_consumer_writes_is_read_the_framed_one_included() -> None:
+    """parse_final reads through serverless_retry.terminal.read_terminal: the framed form (header line,
+    then the original body verbatim) names its id, outcome and attempt like an envelope does."""
+    samples = json.loads((EVENTS / "exhausted-messages.json").read_text())
+    by_form = {s["form"]: s for s in samples if s["form"] in ("envelope", "framed", "original+meta")}
+    assert set(by_form) == {"envelope", "framed", "original+meta"}
+    for form, sample in by_form.items():
+        record = parse_final("exhausted", sample["message"])
+        expected = sample["expected"]
+        assert (record.id, record.outcome, record.attempt) == (
+            expected["id"],
+            expected["outcome"],
+            expected["attempt"],
+        ), form
+    framed = parse_final("exhausted", by_form["framed"]["message"])
+    assert framed.reason == by_form["framed"]["expected"]["reason"]
 
 
 def test_an_original_in_the_dlq_keeps_its_message_id() -> None:

@@ -17,7 +17,7 @@ from serverless_retry_tools.local.selfheal_accounting import (
     parse_redrive_logs,
 )
 
-from tests.selfheal_corpus import bus_event, load
+from tests.selfheal_corpus import EVENTS, bus_event, load
 
 ONE = (
     Expectation("fn-one", "exhausted", 4, "HTTPError"),
@@ -99,6 +99,25 @@ def test_parse_exhausted_record() -> None:
         reason="budget spent",
     )
     assert parse_exhausted("not json").outcome == "unreadable"
+
+
+def test_parse_exhausted_reads_the_enrichments_last_resort_too() -> None:
+    """An event too large for everything reaches the exhausted queue as the raw destination record with
+    a compact serverless_retry attribute: read through read_terminal, it names its delivery."""
+    (sample,) = [
+        s
+        for s in json.loads((EVENTS / "exhausted-messages.json").read_text())
+        if s["expected"].get("outcome") == "too-large-for-bus"
+    ]
+    message = sample["message"]
+    final = parse_exhausted(message["Body"], message["MessageAttributes"])
+    assert (final.message_id, final.function, final.outcome, final.attempt, final.error_type) == (
+        "95df01b4-ee98-5cb9-9903-4c221d41eb5e",
+        "orders-fn",
+        "too-large-for-bus",
+        3,
+        "HTTPError",
+    )
 
 
 def test_parse_dead_letters_of_each_place() -> None:

@@ -80,6 +80,12 @@ def test_the_event_file_is_valid_options() -> None:
         ({"native": True, "rate": 0.5}, "rate"),
         ({"native": True, "rate": 501}, "rate"),
         ({"message_group_id": ""}, "message_group_id"),
+        ({"to_function": True}, "to_function"),  # and to_queue_url: one destination
+        ({"to_queue_url": None, "to_function": "orders fn"}, "to_function"),
+        ({"to_queue_url": None, "to_function": 3}, "to_function"),
+        ({"to_queue_url": None, "to_function": "arn:aws:sqs:us-east-1:123456789012:q"}, "to_function"),
+        ({"to_queue_url": None, "to_function": True, "message_group_id": "g"}, "message_group_id"),
+        ({"to_queue_url": None, "to_function": True, "native": True}, "native"),
     ],
 )
 def test_nonsense_is_refused_naming_the_option(given: dict[str, Any], option: str) -> None:
@@ -91,6 +97,23 @@ def test_nonsense_is_refused_naming_the_option(given: dict[str, Any], option: st
 def test_native_needs_no_destination() -> None:
     options = options_from_mapping({"from_queue_url": SRC, "native": True, "rate": 50})
     assert (options.native, options.to_queue_url, options.rate) == (True, None, 50)
+
+
+@pytest.mark.parametrize(
+    ("value", "function"),
+    [
+        (True, None),  # each record back to the function that failed
+        ("orders-fn", "orders-fn"),
+        ("orders-fn:live", "orders-fn:live"),
+        ("arn:aws:lambda:us-east-1:123456789012:function:orders-fn", "arn:aws:lambda:us-east-1:123456789012:function:orders-fn"),
+    ],
+)  # fmt: skip
+def test_to_function_is_a_destination_of_its_own(value: object, function: str | None) -> None:
+    options = options_from_mapping({"from_queue_url": SRC, "to_function": value})
+    assert (options.to_function, options.function, options.to_queue_url) == (True, function, None)
+    assert not options_from_mapping(
+        {"from_queue_url": SRC, "to_queue_url": DST, "to_function": False}
+    ).to_function
 
 
 def test_not_a_mapping() -> None:

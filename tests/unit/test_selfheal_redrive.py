@@ -439,7 +439,7 @@ def test_max_retries_is_the_largest_retryable_budget_minus_one() -> None:
             "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES",
             "between",
         ),
-        ({"SERVERLESS_RETRY_CLOCK_SCALE": "100"}, "SERVERLESS_RETRY_CLOCK_EPOCH", "go together"),
+        ({"SERVERLESS_RETRY_CLOCK_SCALE": "100"}, "SERVERLESS_RETRY_CLOCK_EPOCH", "required when"),
     ],
 )
 def test_bad_configuration_names_the_variable(overrides: dict[str, Any], variable: str, text: str) -> None:

@@ -211,7 +211,62 @@ def test_each_sample_message_of_the_exhausted_queue_reads_as_documented() -> Non
         got = {key: getattr(view, key) for key in expected}
         assert got == expected, sample["form"]
         seen.add(view.form)
-    assert seen == {"envelope", "framed", "original+meta", "bare"}
+    assert seen == {"envelope", "framed", "original+meta", "self-healing", "bare"}
+
+
+def test_a_self_healing_record_keeps_its_detail_for_the_redrive() -> None:
+    """The self-healing form: the whole {payload, meta} detail comes back, so a redrive can re-invoke the
+    function that failed with the event exactly as it first arrived."""
+    sample = next(
+        s for s in json.loads((EVENTS / "exhausted-messages.json").read_text()) if s["form"] == "self-healing"
+    )
+    view = read_terminal(sample["message"]["Body"], {}, message_id="m-9")
+    record = json.loads(sample["message"]["Body"])
+    assert view.detail == record["detail"]
+    assert json.loads(view.body) == record["detail"]["payload"]
+    assert view.traceback.endswith("raise HTTPError(response.status_code, response.text)\n")
+    assert view.traceback.count("\n  File ") == 3  # one frame a line, no blank lines between
+
+
+@pytest.mark.parametrize(
+    ("meta", "payload", "expected"),
+    [
+        # An invalid failure record: the raw failure-queue body is the payload, no function is known.
+        (
+            {"function_arn": "unknown", "error_type": "InvalidFailureRecord", "retry_id": "", "attempt": 1},
+            "not json {",
+            ("invalid-failure-record", "m-8", "", "not json {"),
+        ),
+        # Odd types never raise: what is not a string or a number is left out.
+        (
+            {"function_arn": 7, "retry_id": None, "attempt": "2", "stack_trace": "x"},
+            {"a": 1},
+            ("invalid-failure-record", "m-8", "", '{"a":1}'),
+        ),
+    ],
+)
+def test_a_self_healing_record_with_little_to_say_still_reads(
+    meta: dict[str, Any], payload: Any, expected: tuple[str, str, str, str]
+) -> None:
+    body = json.dumps(
+        {"outcome": "invalid-failure-record", "reason": "r", "detail": {"payload": payload, "meta": meta}}
+    )
+    view = read_terminal(body, {}, message_id="m-8")
+    assert (view.form, view.outcome, view.id, view.source, view.body) == ("self-healing", *expected)
+    assert view.attempt in (0, 1)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"outcome": "exhausted", "detail": {"meta": {}}},  # no payload
+        {"outcome": "exhausted", "detail": {"payload": 1, "meta": []}},  # meta not an object
+        {"outcome": 3, "detail": {"payload": 1, "meta": {}}},  # outcome not a string
+        {"outcome": "exhausted", "reason": 5, "detail": {"payload": 1, "meta": {}}},
+    ],
+)
+def test_what_only_looks_like_a_self_healing_record_is_bare(document: dict[str, Any]) -> None:
+    assert read_terminal(json.dumps(document), {}, message_id="m").form == "bare"
 
 
 def test_the_framed_sample_is_what_the_writer_writes_today() -> None:

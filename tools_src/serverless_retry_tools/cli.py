@@ -13,6 +13,7 @@ from serverless_retry.errors import PolicyError
 from serverless_retry.redrive_options import OptionsError
 
 from serverless_retry_tools.commands import inspect_queue, redrive, simulate
+from serverless_retry_tools.commands.args import UsageError
 from serverless_retry_tools.policy_input import PolicyFileError
 
 EPILOG = """\
@@ -27,10 +28,6 @@ exit status:
 """
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A command-line mistake found after parsing (exit 2, one line)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,13 +3,16 @@ budget (max attempts, max age) as lines. Needs matplotlib, the ``plot`` extra.""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
 from serverless_retry_tools.attempt_rows import AttemptRow
 
-__all__ = ["TRANSPORT_COLOURS", "plot_timeline"]
+__all__ = ["PLOT_NEEDS", "TRANSPORT_COLOURS", "plot_available", "plot_timeline"]
+
+PLOT_NEEDS = "--plot needs matplotlib: pip install 'serverless-retry[plot]'"
 
 TRANSPORT_COLOURS = {
     "sqs-delay": "#1f77b4",
@@ -19,6 +22,11 @@ TRANSPORT_COLOURS = {
 }
 FINAL_COLOUR = "#d62728"
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 100  # 800 x 450 pixels
+
+
+def plot_available() -> bool:
+    """matplotlib is an optional extra (kept out of the Lambda zip): say so before any output."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _unit(span: float) -> tuple[float, str]:
@@ -39,13 +47,12 @@ def plot_timeline(
     """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path."""
     if not rows:
         raise ValueError("no attempts to draw")
-    try:
-        import matplotlib
+    if not plot_available():
+        raise RuntimeError(PLOT_NEEDS)
+    import matplotlib
 
-        matplotlib.use("Agg")  # files only: no display needed
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise RuntimeError("--plot needs matplotlib: pip install 'serverless-retry[plot]'") from exc
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
 
     timeline = max([r.at_seconds for r in rows] + [1.0])
     # max_age is drawn when it is near enough to matter; a budget of a day would flatten a

@@ -12,6 +12,9 @@ is on: ``SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS`` (comma-separated; the first 
 refused: the function's role reaches only these. The pass stops ``TIME_MARGIN_MS`` before the
 function's timeout and leaves the rest in place (``"complete": false``: invoke it again).
 ``"native": true`` starts a StartMessageMoveTask and returns its handle without waiting.
+``"to_function": true`` (or a function's name or ARN) re-invokes the function each self-healing record
+or Lambda destination record names, instead of sending to a queue; the function's role then needs
+``lambda:InvokeFunction`` on those functions.
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ def options_for(event: Mapping[str, Any], environ: Mapping[str, str]) -> Redrive
     if target:
         if data.get("to_queue_url") not in (None, target):
             raise OptionsError("to_queue_url", f"this function redrives only to {target}")
-        # A native move without a destination returns each message to its origin: keep that choice.
-        if not data.get("native"):
+        # A native move without a destination returns each message to its origin, and to_function sends
+        # to no queue: keep those choices.
+        if not data.get("native") and data.get("to_function") in (None, False):
             data.setdefault("to_queue_url", target)
     return options_from_mapping(data)
 
@@ -87,10 +91,17 @@ def _summary(report: RedriveReport) -> dict[str, Any]:
 
 
 def run(
-    event: Mapping[str, Any], context: Any, *, sqs: Any = None, environ: Mapping[str, str] | None = None
+    event: Mapping[str, Any],
+    context: Any,
+    *,
+    sqs: Any = None,
+    lambda_client: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     options = options_for(event, os.environ if environ is None else environ)
     sqs = sqs or boto3.client("sqs", config=BOTO_CONFIG)
+    if options.to_function and lambda_client is None:
+        lambda_client = boto3.client("lambda", config=BOTO_CONFIG)
     if options.native:
         check = check_native(sqs, options.from_queue_url, options.to_queue_url)
         result: dict[str, Any] = {
@@ -113,7 +124,7 @@ def run(
             else None
         )
 
-    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time)
+    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time, lambda_client=lambda_client)
     summary = _summary(report)
     logger.info("redrive finished", extra={k: v for k, v in summary.items() if not isinstance(v, list)})
     return summary

@@ -30,6 +30,7 @@ __all__ = [
     "attach",
     "classify",
     "encode_state",
+    "function_name",
     "parse_state",
     "read",
     "unqualified_function_arn",
@@ -39,6 +40,9 @@ STATE_VERSION = 1
 _STATE_KEYS = ("v", "id", "attempt", "first_failed_at", "previous_delay_seconds")
 _ID_LIMIT = 512
 _WRAPPER_KEYS = frozenset((RETRY_STATE_KEY, "payload"))
+_FUNCTION_NAME = re.compile(
+    r"^(?P<name>[A-Za-z0-9_-]{1,64})(?::(?P<qualifier>\$LATEST|[A-Za-z0-9_-]{1,128}))?$"
+)
 _LAMBDA_ARN = re.compile(
     r"^(?P<arn>arn:(?P<partition>aws[a-z-]*):lambda:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
     r"function:(?P<name>[A-Za-z0-9_-]{1,64}))(?::(?P<qualifier>\$LATEST|[A-Za-z0-9_-]{1,128}))?$"
@@ -94,6 +98,20 @@ def unqualified_function_arn(arn: str) -> tuple[str, str, str] | None:
     if match is None:
         return None
     return match["arn"], match["name"], match["qualifier"] or ""
+
+
+def function_name(value: str) -> str:
+    """The name in a FunctionName as Invoke takes it: a name (``orders-fn``, ``orders-fn:live``) or a
+    function ARN, qualified or not. ValueError says what is wrong."""
+    parsed = unqualified_function_arn(value)
+    if parsed is not None:
+        return parsed[1]
+    match = _FUNCTION_NAME.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(
+            f"expected a Lambda function name (e.g. orders-fn or orders-fn:live) or function ARN, got {value!r}"
+        )
+    return match["name"]
 
 
 # --- classification -----------------------------------------------------------------------------------

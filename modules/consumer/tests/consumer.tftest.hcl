@@ -773,3 +773,121 @@ run "environment_size_exact_with_long_urls" {
 
   expect_failures = [aws_lambda_function.this]
 }
+
+# --- A plain handler of your own (processor = null): native SQS retry ---------------------------
+
+run "plain_handler_wires_nothing_of_serverless_retry" {
+  command = plan
+
+  variables {
+    processor             = null
+    retry_policy_json     = null
+    handler               = "payments.app.handler"
+    scheduler             = null
+    idempotency_table_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders-idempotency"
+    environment           = { IDEMPOTENCY_TABLE = "orders-idempotency" }
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      max_receive_count          = 5
+      kms_key_arn                = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    }
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.handler == "payments.app.handler"
+    error_message = "The plain handler must reach the function."
+  }
+
+  assert {
+    condition     = length([for k in keys(aws_lambda_function.this.environment[0].variables) : k if startswith(k, "SERVERLESS_RETRY_")]) == 0
+    error_message = "A plain handler gets no SERVERLESS_RETRY_* variable."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["IDEMPOTENCY_TABLE"] == "orders-idempotency" && aws_lambda_function.this.environment[0].variables["POWERTOOLS_SERVICE_NAME"] == "orders"
+    error_message = "The user's environment and the Powertools settings reach a plain handler."
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.send.statement) == 0 && length(data.aws_iam_policy_document.schedule.statement) == 0 && length(data.aws_iam_policy_document.pass_role.statement) == 0
+    error_message = "A plain handler may not send, schedule or pass a role: SQS redelivers and dead-letters."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.kms.statement[0].actions == toset(["kms:Decrypt"])
+    error_message = "A plain handler only reads the encrypted queue: kms:Decrypt, no GenerateDataKey."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
+    error_message = "The idempotency table is granted to a plain handler too."
+  }
+
+  assert {
+    condition     = aws_lambda_event_source_mapping.this.function_response_types == toset(["ReportBatchItemFailures"])
+    error_message = "Partial batch responses stay on: a plain handler reports its failed records."
+  }
+
+  assert {
+    condition     = output.retry_policy_json == null && output.transport == null && output.max_attempts == null && !output.needs_scheduler
+    error_message = "No policy outputs for a plain handler."
+  }
+}
+
+run "plain_handler_must_be_named" {
+  command = plan
+
+  variables {
+    processor         = null
+    retry_policy_json = null
+    scheduler         = null
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "plain_handler_takes_no_retry_policy" {
+  command = plan
+
+  variables {
+    processor = null
+    handler   = "payments.app.handler"
+    scheduler = null
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "processor_needs_a_retry_policy" {
+  command = plan
+
+  variables {
+    retry_policy_json = null
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "native_retry_must_reach_the_dlq_within_retention" {
+  command = plan
+
+  variables {
+    processor         = null
+    retry_policy_json = null
+    handler           = "payments.app.handler"
+    scheduler         = null
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 43200
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      max_receive_count          = 10
+      message_retention_seconds  = 345600
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}

@@ -390,3 +390,218 @@ run "schedule_dlq_that_is_the_dlq_is_not_watched_twice" {
     error_message = "For a standard source the schedules dead-letter to the DLQ, already alarmed."
   }
 }
+
+# --- the self-healing pattern: every queue and function of modules/self-healing in one instance -----
+
+run "self_healing_queue_set_in_one_instance" {
+  command = plan
+
+  variables {
+    name    = "heal"
+    pattern = "self-healing"
+    queues = {
+      failure      = "heal-failures"
+      failure_dlq  = "heal-failures-dlq"
+      exhausted    = "heal-exhausted"
+      rules_dlq    = "heal-rules-dlq"
+      redrive_dlq  = "heal-redrive-dlq"
+      schedule_dlq = "heal-schedule-dlq"
+    }
+    function_name = null
+    functions = {
+      enrichment = { function_name = "heal-enrichment", role = "enrichment" }
+      redrive    = { function_name = "heal-redrive", role = "redrive" }
+      charge     = { function_name = "shop-charge", role = "source" }
+      invoice    = { function_name = "shop-invoice", role = "source" }
+    }
+  }
+
+  assert {
+    condition = {
+      for k, a in aws_cloudwatch_metric_alarm.this : k => "${a.alarm_name} | ${a.metric_name} | ${jsonencode(a.dimensions)} | ${a.threshold}"
+      } == {
+      failure_queue_age          = "heal-failure-queue-age | ApproximateAgeOfOldestMessage | {\"QueueName\":\"heal-failures\"} | 1800"
+      failure_dlq_depth          = "heal-failure-dlq-depth | ApproximateNumberOfMessagesVisible | {\"QueueName\":\"heal-failures-dlq\"} | 0"
+      exhausted_depth            = "heal-exhausted-depth | ApproximateNumberOfMessagesVisible | {\"QueueName\":\"heal-exhausted\"} | 0"
+      rules_dlq_depth            = "heal-rules-dlq-depth | ApproximateNumberOfMessagesVisible | {\"QueueName\":\"heal-rules-dlq\"} | 0"
+      redrive_dlq_depth          = "heal-redrive-dlq-depth | ApproximateNumberOfMessagesVisible | {\"QueueName\":\"heal-redrive-dlq\"} | 0"
+      schedule_dlq_depth         = "heal-schedule-dlq-depth | ApproximateNumberOfMessagesVisible | {\"QueueName\":\"heal-schedule-dlq\"} | 0"
+      enrichment_function_errors = "heal-enrichment-function-errors | Errors | {\"FunctionName\":\"heal-enrichment\"} | 0"
+      redrive_function_errors    = "heal-redrive-function-errors | Errors | {\"FunctionName\":\"heal-redrive\"} | 0"
+    }
+    error_message = "One alarm per queue where an event can stop, and on the enrichment and redrive functions (not on the sources, whose failures the pattern heals)."
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.exhausted_rate) == 0
+    error_message = "The consumer's Exhausted rate is not a self-healing metric."
+  }
+
+  assert {
+    condition = alltrue([
+      for a in values(aws_cloudwatch_metric_alarm.this) :
+      !strcontains(a.alarm_description, "consumer") && !strcontains(a.alarm_description, "\n") && length(a.alarm_description) <= 1024
+    ])
+    error_message = "No self-healing alarm speaks of a consumer; every description is one line within CloudWatch's 1024 characters."
+  }
+
+  assert {
+    condition = alltrue([
+      strcontains(aws_cloudwatch_metric_alarm.this["exhausted_depth"].alarm_description, "serverless-retry redrive --from-queue-url $(aws sqs get-queue-url --queue-name heal-exhausted --query QueueUrl --output text) --to-function --dry-run"),
+      !strcontains(aws_cloudwatch_metric_alarm.this["exhausted_depth"].alarm_description, "--to-queue-url"),
+      strcontains(aws_cloudwatch_metric_alarm.this["failure_dlq_depth"].alarm_description, "start-message-move-task"),
+      strcontains(aws_cloudwatch_metric_alarm.this["redrive_dlq_depth"].alarm_description, "--to-function --reset-attempts"),
+      strcontains(aws_cloudwatch_metric_alarm.this["failure_queue_age"].alarm_description, "pipe"),
+      strcontains(aws_cloudwatch_metric_alarm.this["schedule_dlq_depth"].alarm_description, "Scheduler"),
+      strcontains(aws_cloudwatch_metric_alarm.this["enrichment_function_errors"].alarm_description, "pipe batch"),
+    ])
+    error_message = "Each self-healing description says what stopped there and how to bring it back."
+  }
+
+  assert {
+    condition = [for w in jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets : w.properties.title if w.type == "metric"] == [
+      "Queue depth (messages)",
+      "Age of the oldest message (seconds)",
+      "Redriven, by path (heal-redrive)",
+      "Given up by the redrive, by outcome (heal-redrive)",
+      "Failure records enriched (heal-enrichment)",
+      "Errors and throttles by function",
+      "Invocations by function",
+      "Duration p99 by function (ms)",
+    ]
+    error_message = "One dashboard: the queues, the redrive's and the enrichment's counters, and every function."
+  }
+
+  assert {
+    condition = toset(flatten([
+      for w in jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets : [
+        for m in w.properties.metrics : join("/", slice(m, 0, length(m) - 1))
+      ] if w.type == "metric" ? w.properties.title == "Queue depth (messages)" : false
+      ])) == toset([
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-failures",
+      "AWS/SQS/ApproximateNumberOfMessagesNotVisible/QueueName/heal-failures",
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-failures-dlq",
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-schedule-dlq",
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-rules-dlq",
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-redrive-dlq",
+      "AWS/SQS/ApproximateNumberOfMessagesVisible/QueueName/heal-exhausted",
+    ])
+    error_message = "The depth graph shows every queue of the set."
+  }
+
+  assert {
+    condition = alltrue(flatten([
+      for w in jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets : [
+        for m in w.properties.metrics : length(m) >= 5 && can(m[length(m) - 1].label)
+      ] if w.type == "metric"
+    ])) && length(regexall("\"Errors\",\"FunctionName\"", aws_cloudwatch_dashboard.this.dashboard_body)) == 4
+    error_message = "Every function, sources included, is graphed; every metric is one [namespace, name, dimensions..., {label}] entry."
+  }
+
+  assert {
+    condition     = strcontains(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[0].properties.markdown, "serverless-retry (self-healing): heal")
+    error_message = "The header names the pattern."
+  }
+
+  assert {
+    condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 8
+    error_message = "The alarm widget shows all eight alarms."
+  }
+}
+
+run "a_queue_of_another_pattern_is_refused" {
+  command = plan
+
+  variables {
+    pattern       = "self-healing"
+    function_name = null
+    queues        = { source = "orders", exhausted = "orders-exhausted" }
+  }
+
+  expect_failures = [aws_cloudwatch_dashboard.this]
+}
+
+run "self_healing_roles_need_the_pattern" {
+  command = plan
+
+  variables {
+    functions = { redrive = { function_name = "heal-redrive", role = "redrive" } }
+  }
+
+  expect_failures = [aws_cloudwatch_dashboard.this]
+}
+
+run "self_healing_has_no_consumer" {
+  command = plan
+
+  variables {
+    pattern = "self-healing"
+    queues  = { exhausted = "heal-exhausted" }
+  }
+
+  expect_failures = [aws_cloudwatch_dashboard.this]
+}
+
+run "unknown_pattern" {
+  command = plan
+
+  variables {
+    pattern = "fifo"
+  }
+
+  expect_failures = [var.pattern]
+}
+
+run "unknown_function_role" {
+  command = plan
+
+  variables {
+    functions = { audit = { function_name = "audit", role = "auditor" } }
+  }
+
+  expect_failures = [var.functions]
+}
+
+# --- native SQS retry: a source queue, the DLQ its redrive policy fills, the consumer ------------------
+
+run "native_retry_describes_the_redrive_policy" {
+  command = plan
+
+  variables {
+    pattern = "native-retry"
+    queues  = { source = "orders", dlq = "orders-dlq" }
+    functions = {
+      audit = { function_name = "orders-audit", role = "other", alarm_errors = true }
+    }
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_metric_alarm.this) == ["audit_function_errors", "dlq_depth", "function_errors", "oldest_message_age"] && length(aws_cloudwatch_metric_alarm.exhausted_rate) == 0
+    error_message = "Native retry: the DLQ, the source's age and the functions; no serverless-retry outcome metrics."
+  }
+
+  assert {
+    condition = alltrue([
+      strcontains(aws_cloudwatch_metric_alarm.this["dlq_depth"].alarm_description, "failed each of them maxReceiveCount times"),
+      strcontains(aws_cloudwatch_metric_alarm.this["dlq_depth"].alarm_description, "--native"),
+      !strcontains(aws_cloudwatch_metric_alarm.this["dlq_depth"].alarm_description, "schedule"),
+    ])
+    error_message = "The native DLQ is filled by the redrive policy, not by failed retry sends or schedules."
+  }
+
+  assert {
+    condition     = !strcontains(aws_cloudwatch_dashboard.this.dashboard_body, "ApproximateNumberOfMessagesDelayed") && strcontains(aws_cloudwatch_dashboard.this.dashboard_body, "Errors and throttles by function")
+    error_message = "No delayed retries to draw; the consumer and the other function share the function graphs."
+  }
+}
+
+run "native_retry_has_no_exhausted_queue" {
+  command = plan
+
+  variables {
+    pattern = "native-retry"
+    queues  = { source = "orders", exhausted = "orders-exhausted" }
+  }
+
+  expect_failures = [aws_cloudwatch_dashboard.this]
+}

@@ -39,17 +39,17 @@ run "defaults" {
   command = plan
 
   assert {
-    condition     = tolist([aws_sqs_queue.source.name, aws_sqs_queue.dlq.name, aws_sqs_queue.exhausted.name]) == tolist(["orders", "orders-dlq", "orders-exhausted"])
+    condition     = tolist([aws_sqs_queue.source.name, aws_sqs_queue.dlq.name, aws_sqs_queue.exhausted[0].name]) == tolist(["orders", "orders-dlq", "orders-exhausted"])
     error_message = "Queue names: <name>, <name>-dlq, <name>-exhausted."
   }
 
   assert {
-    condition     = aws_sqs_queue.source.message_retention_seconds == 345600 && aws_sqs_queue.dlq.message_retention_seconds == 1209600 && aws_sqs_queue.exhausted.message_retention_seconds == 1209600
+    condition     = aws_sqs_queue.source.message_retention_seconds == 345600 && aws_sqs_queue.dlq.message_retention_seconds == 1209600 && aws_sqs_queue.exhausted[0].message_retention_seconds == 1209600
     error_message = "Retention defaults: 4 days for the source, 14 days for the DLQ and the exhausted queue."
   }
 
   assert {
-    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.sqs_managed_sse_enabled == true && q.kms_master_key_id == null])
+    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted[0]] : q.sqs_managed_sse_enabled == true && q.kms_master_key_id == null])
     error_message = "SQS-managed SSE by default on every queue."
   }
 
@@ -69,7 +69,7 @@ run "defaults" {
   }
 
   assert {
-    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.tags == tomap({ team = "orders" })])
+    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted[0]] : q.tags == tomap({ team = "orders" })])
     error_message = "Every queue carries the tags."
   }
 }
@@ -90,7 +90,7 @@ run "every_queue_denies_insecure_transport" {
   }
 
   assert {
-    condition     = aws_sqs_queue_policy.dlq.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq" && aws_sqs_queue_policy.exhausted.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted" && aws_sqs_queue_policy.source.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+    condition     = aws_sqs_queue_policy.dlq.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq" && aws_sqs_queue_policy.exhausted[0].queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted" && aws_sqs_queue_policy.source.queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
     error_message = "Each policy is attached to its own queue."
   }
 
@@ -108,12 +108,12 @@ run "fifo" {
   }
 
   assert {
-    condition     = tolist([aws_sqs_queue.source.name, aws_sqs_queue.dlq.name, aws_sqs_queue.exhausted.name]) == tolist(["orders.fifo", "orders-dlq.fifo", "orders-exhausted.fifo"])
+    condition     = tolist([aws_sqs_queue.source.name, aws_sqs_queue.dlq.name, aws_sqs_queue.exhausted[0].name]) == tolist(["orders.fifo", "orders-dlq.fifo", "orders-exhausted.fifo"])
     error_message = "FIFO queue names end in .fifo."
   }
 
   assert {
-    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.fifo_queue == true])
+    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted[0]] : q.fifo_queue == true])
     error_message = "The source, its DLQ and the exhausted queue are FIFO (SQS requires a FIFO source's DLQ to be FIFO)."
   }
 
@@ -169,7 +169,7 @@ run "exhausted_queue_is_as_large_as_the_provider_allows" {
   }
 
   assert {
-    condition     = aws_sqs_queue.exhausted.max_message_size == 262144 && aws_sqs_queue.source.max_message_size == 131072 && aws_sqs_queue.dlq.max_message_size == 131072
+    condition     = aws_sqs_queue.exhausted[0].max_message_size == 262144 && aws_sqs_queue.source.max_message_size == 131072 && aws_sqs_queue.dlq.max_message_size == 131072
     error_message = "The exhausted queue defaults to 256 KiB (hashicorp/aws 5.x's largest), the source and DLQ keep theirs."
   }
 
@@ -199,7 +199,7 @@ run "exhausted_margin_where_the_limit_allows" {
   }
 
   assert {
-    condition     = aws_sqs_queue.exhausted.max_message_size == 262144
+    condition     = aws_sqs_queue.exhausted[0].max_message_size == 262144
     error_message = "At the provider's limit the margin cannot be had and is not asked for."
   }
 }
@@ -224,7 +224,7 @@ run "kms_key" {
   }
 
   assert {
-    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted] : q.kms_master_key_id == var.kms_key_arn && q.kms_data_key_reuse_period_seconds == 300 && q.sqs_managed_sse_enabled != true])
+    condition     = alltrue([for q in [aws_sqs_queue.source, aws_sqs_queue.dlq, aws_sqs_queue.exhausted[0]] : q.kms_master_key_id == var.kms_key_arn && q.kms_data_key_reuse_period_seconds == 300 && q.sqs_managed_sse_enabled != true])
     error_message = "A key switches every queue to SSE-KMS."
   }
 
@@ -297,4 +297,27 @@ run "name_fits_sqs_limits" {
   }
 
   expect_failures = [var.name]
+}
+
+run "no_exhausted_queue_for_a_plain_handler" {
+  command = plan
+
+  variables {
+    exhausted_queue = false
+  }
+
+  assert {
+    condition     = length(aws_sqs_queue.exhausted) == 0 && length(aws_sqs_queue_policy.exhausted) == 0 && keys(data.aws_iam_policy_document.tls_only) == ["dlq", "source"]
+    error_message = "exhausted_queue = false creates no retry-exhausted queue (nor its policy)."
+  }
+
+  assert {
+    condition     = output.exhausted_queue_url == null && output.exhausted_queue_arn == null && output.exhausted_queue_name == null
+    error_message = "Without the exhausted queue its outputs are null."
+  }
+
+  assert {
+    condition     = jsondecode(aws_sqs_queue.source.redrive_policy).maxReceiveCount == 5
+    error_message = "The source still dead-letters to its DLQ after 5 receives."
+  }
 }

@@ -8,9 +8,13 @@ from collections.abc import Callable
 
 from serverless_retry.redrive_options import OptionsError, parse_duration, parse_rate
 
-__all__ = ["EXAMPLES_FORMATTER", "duration", "http_status", "int_range", "rate"]
+__all__ = ["EXAMPLES_FORMATTER", "UsageError", "duration", "http_status", "int_range", "rate"]
 
 EXAMPLES_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+class UsageError(Exception):
+    """A command-line mistake found after parsing (exit 2, one line)."""
 
 
 def int_range(minimum: int, maximum: int | None = None) -> Callable[[str], int]:

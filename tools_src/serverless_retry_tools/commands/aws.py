@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any
 
-__all__ = ["add_aws_arguments", "sqs_client"]
+__all__ = ["add_aws_arguments", "lambda_client", "sqs_client"]
 
 
 def add_aws_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,10 +17,19 @@ def add_aws_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def sqs_client(args: argparse.Namespace | None = None) -> Any:
+def _client(service: str, args: argparse.Namespace | None) -> Any:
     import boto3  # the CLI's AWS commands only; simulate needs no AWS
     from serverless_retry.aws import BOTO_CONFIG
 
     # botocore reads AWS_DEFAULT_REGION (and the profile); AWS_REGION is what most SDKs and Lambda use.
     region = (getattr(args, "region", None) if args is not None else None) or os.environ.get("AWS_REGION")
-    return boto3.client("sqs", region_name=region, config=BOTO_CONFIG)
+    return boto3.client(service, region_name=region, config=BOTO_CONFIG)  # type: ignore[call-overload]
+
+
+def sqs_client(args: argparse.Namespace | None = None) -> Any:
+    return _client("sqs", args)
+
+
+def lambda_client(args: argparse.Namespace | None = None) -> Any:
+    """For ``redrive --to-function``: asynchronous invokes of the functions that failed."""
+    return _client("lambda", args)

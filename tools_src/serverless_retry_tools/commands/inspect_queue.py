@@ -13,6 +13,7 @@ from serverless_retry.queue_redrive import ExhaustedMessage, Inspection, inspect
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, sqs_client
+from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.console import print_table
 
 EXAMPLES = """\
@@ -23,7 +24,9 @@ examples:
 
 Counts by outcome, error type, source, origin and age (time since SQS accepted the message), then
 the oldest messages with their reason and last error. Plain DLQ messages (not written by
-serverless-retry) show outcome "unknown". Every message is visible again when the command ends.
+serverless-retry) show outcome "unknown". In the self-healing pattern's retry-exhausted queue the
+source is the function that failed and the id the event's retry id (redrive those with --to-function).
+Every message is visible again when the command ends.
 exit status: 0 ok; 1 some messages could not be released (they reappear after 60 s by themselves);
 2 usage error.
 """
@@ -90,7 +93,9 @@ def _counts(title: str, counts: Counter[str] | dict[str, int]) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    inspection = inspect(sqs_client(args), args.queue_url, limit=args.limit, oldest=args.oldest)
+    inspection = inspect(
+        sqs_client(args), args.queue_url, limit=args.limit, oldest=args.oldest, clock=command_clock()
+    )
     if inspection.max_receive_count is not None:
         print(
             f"note: this queue has its own redrive policy (maxReceiveCount {inspection.max_receive_count}): "

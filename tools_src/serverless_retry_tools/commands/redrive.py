@@ -9,13 +9,14 @@ import sys
 import time
 from typing import Any
 
-from serverless_retry.clock import SystemClock
+from serverless_retry.clock import Clock
 from serverless_retry.native_redrive import check_native, start_native, wait_native
 from serverless_retry.queue_redrive import RedriveReport, attribute_int, redrive
 from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, duration, int_range, rate
-from serverless_retry_tools.commands.aws import add_aws_arguments, sqs_client
+from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, sqs_client
+from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.inspect_queue import _age, _short
 from serverless_retry_tools.console import Progress, print_table
 
@@ -29,11 +30,18 @@ examples:
       --outcome exhausted --error-type TimeoutError --older-than 1h --max 500 --rate 20/s --reset-attempts
   # a DLQ fed by an SQS redrive policy: SQS's own move task, back to the source queue
   serverless-retry redrive --from-queue-url "$DLQ_URL" --native --rate 50
+  # self-healing: each exhausted event back to the function that failed (async invoke), one function only
+  serverless-retry redrive --from-queue-url "$HEAL_EXHAUSTED_URL" --to-function --source charge-fn \\
+      --error-type HTTPError --dry-run
 
 Every message is sent to the destination before it is deleted here; skipped messages and whatever is
 left when a run stops stay where they were, visible again. By default a message keeps its id, attempt
 count and history (if it fails again it is exhausted at once); --reset-attempts sends the original
 body and attributes with a fresh budget. Plain DLQ messages go back verbatim either way.
+--to-function re-invokes, asynchronously, the function a self-healing record (or a Lambda on-failure
+destination record) says failed, with the event as it first arrived and its retry state continued
+(--reset-attempts: as it first arrived, a fresh budget); --to-function NAME only that function. A
+self-healing record is refused for --to-queue-url, and any other message for --to-function: it stays.
 --native (StartMessageMoveTask) moves every message of a DLQ fed by an SQS redrive policy, unchanged,
 at up to 500 messages a second; it refuses, saying why, for a retry-exhausted queue (final envelopes
 must be unwrapped), Lambda destination records and Scheduler dead-letter events.
@@ -47,6 +55,7 @@ def _options(args: argparse.Namespace) -> RedriveOptions:
         {
             "from_queue_url": args.from_queue_url,
             "to_queue_url": args.to_queue_url,
+            "to_function": args.to_function,
             "outcome": args.outcome,
             "error_type": args.error_type,
             "source": args.source,
@@ -81,6 +90,12 @@ def _filters(options: RedriveOptions) -> str:
     return ", ".join(parts) or "every message"
 
 
+def _destination(options: RedriveOptions) -> str:
+    if options.to_function:
+        return f"function {options.function}" if options.function else "the function that failed"
+    return str(options.to_queue_url)
+
+
 def _report_json(report: RedriveReport) -> dict[str, Any]:
     rate_measured = report.measured_rate()
     return {
@@ -99,8 +114,8 @@ def _report_json(report: RedriveReport) -> dict[str, Any]:
     }
 
 
-def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
-    now = SystemClock().now()
+def _print_report(report: RedriveReport, options: RedriveOptions, clock: Clock) -> None:
+    now = clock.now()
     now_rows = [
         (
             m.envelope_id,
@@ -112,6 +127,8 @@ def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
         )
         for m in report.moved
     ]
+    for message, why in report.failed:
+        print(f"failed {message.envelope_id}: {why} (left in place)", file=sys.stderr)
     if report.dry_run:
         if now_rows:
             print_table(
@@ -119,14 +136,13 @@ def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
                 ["id", "outcome", "error type", "age", "source", "reason"],
                 now_rows,
             )
+        refused = f", would refuse {len(report.failed)}" if report.failed else ""
         print(
-            f"dry run: would move {len(report.moved)}, would skip {len(report.skipped)} "
-            f"(to {options.to_queue_url}, {'fresh budget' if options.reset_attempts else 'history kept'}); "
+            f"dry run: would move {len(report.moved)}, would skip {len(report.skipped)}{refused} "
+            f"(to {_destination(options)}, {'fresh budget' if options.reset_attempts else 'history kept'}); "
             "nothing was changed"
         )
         return
-    for message, why in report.failed:
-        print(f"failed {message.envelope_id}: {why} (left in place)", file=sys.stderr)
     for message, why in report.duplicated:
         print(f"duplicated {message.envelope_id}: sent, then {why} (a copy stays here)", file=sys.stderr)
     for message, note in report.notes:
@@ -143,6 +159,7 @@ def _print_report(report: RedriveReport, options: RedriveOptions) -> None:
 
 
 def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
+    clock = command_clock()  # ages and --older-than/--newer-than: the emulator's clock under it
     total = attribute_int(
         sqs.get_queue_attributes(
             QueueUrl=options.from_queue_url, AttributeNames=["ApproximateNumberOfMessages"]
@@ -150,7 +167,7 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
         "ApproximateNumberOfMessages",
     )
     verb = "dry run of" if options.dry_run else "redriving"
-    print(f"{verb} {options.from_queue_url} -> {options.to_queue_url}: {_filters(options)}", file=sys.stderr)
+    print(f"{verb} {options.from_queue_url} -> {_destination(options)}: {_filters(options)}", file=sys.stderr)
     with Progress("redrive", total) as progress:
 
         def on_progress(report: RedriveReport) -> None:
@@ -160,12 +177,18 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
                 seen, f"{label} {len(report.moved)} skipped {len(report.skipped)} failed {len(report.failed)}"
             )
 
-        report = redrive(sqs, options, on_progress=on_progress)
+        report = redrive(
+            sqs,
+            options,
+            clock=clock,
+            on_progress=on_progress,
+            lambda_client=lambda_client(args) if options.to_function else None,
+        )
         on_progress(report)
     if args.json:
         print(json.dumps(_report_json(report), indent=2))
     else:
-        _print_report(report, options)
+        _print_report(report, options, clock)
     return 0 if report.complete else 1
 
 
@@ -233,7 +256,16 @@ def register(sub: Any) -> None:
         formatter_class=EXAMPLES_FORMATTER,
     )
     red.add_argument("--from-queue-url", required=True, help="the retry-exhausted queue or DLQ")
-    red.add_argument("--to-queue-url", help="the queue to send to (required unless --native)")
+    red.add_argument(
+        "--to-queue-url", help="the queue to send to (required unless --native or --to-function)"
+    )
+    red.add_argument(
+        "--to-function",
+        nargs="?",
+        const=True,
+        metavar="NAME",
+        help="re-invoke the function each self-healing record failed in (NAME or ARN: only that function)",
+    )
     red.add_argument(
         "--outcome", action="append", help="only this outcome (repeatable): exhausted, non-retryable, ..."
     )

@@ -115,6 +115,7 @@ def _start(text: str) -> datetime:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    simulate_report.check_arguments(args)
     policy = load_policy(args.policy)
     start: datetime = args.start or datetime.now(UTC).replace(microsecond=0)
     fifo = args.fifo is not None

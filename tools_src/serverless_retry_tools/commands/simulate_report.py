@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from serverless_retry_tools.attempt_rows import AttemptRow
-from serverless_retry_tools.commands.args import int_range
+from serverless_retry_tools.commands.args import UsageError, int_range
 from serverless_retry_tools.cost import CostModel, render
 
-__all__ = ["add_arguments", "emit", "model_from_args"]
+__all__ = ["add_arguments", "check_arguments", "emit", "model_from_args"]
 
 
 def _positive_float(text: str) -> float:
@@ -45,6 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration-ms", type=_positive_float, default=100.0, help="processing time per attempt (default 100)"
     )
     group.add_argument("--architecture", choices=("arm64", "x86_64"), default="arm64", help="default arm64")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse what cannot be done before the attempt table is printed (exit 2, one line)."""
+    if args.plot:
+        from serverless_retry_tools.timeline import PLOT_NEEDS, plot_available
+
+        if not plot_available():
+            raise UsageError(PLOT_NEEDS)
 
 
 def model_from_args(args: argparse.Namespace, *, fifo: bool = False) -> CostModel:

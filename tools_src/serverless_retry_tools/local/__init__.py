@@ -3,8 +3,9 @@
 - :mod:`~serverless_retry_tools.local.emulator`: moto in server mode in a child process on 127.0.0.1
   (``with Emulator(clock_scale=k) as emu: emu.url, emu.clock, emu.env(), emu.client_kwargs()``), with
   the compatibility patches of :mod:`~serverless_retry_tools.local.moto_patches`, the AWS constraints
-  moto skips (:mod:`~serverless_retry_tools.local.moto_fidelity`) and its SQS on the logical clock
-  (:mod:`~serverless_retry_tools.local.logical_time`);
+  moto skips (:mod:`~serverless_retry_tools.local.moto_fidelity`), SQS message move tasks run in the
+  background at their rate (:mod:`~serverless_retry_tools.local.move_tasks`) and its SQS on the logical
+  clock (:mod:`~serverless_retry_tools.local.logical_time`);
 - :mod:`~serverless_retry_tools.local.runtime`: what moto stores but does not run (SQS event source
   mappings, Scheduler one-time schedules), read from the emulator's state, with a clock scale;
 - :mod:`~serverless_retry_tools.local.functions` / ``worker.py``: deployed functions run in worker

@@ -1,8 +1,9 @@
 """Where did every message end? (pure)
 
 The evidence is what a user could look at on AWS, read back from the emulator after the run:
-- the retry-exhausted queue: final envelopes (or verbatim bodies with a compact ``serverless_retry``
-  attribute) whose ``id`` is the first SQS message id, with outcome, attempt and history;
+- the retry-exhausted queue: terminal messages in any form the consumer writes (read by
+  ``serverless_retry.terminal.read_terminal``, the one reader of them) whose ``id`` is the first SQS
+  message id, with outcome, attempt and history;
 - the source queue's DLQ: messages whose message id (an original) or envelope id (a retry copy)
   names the sent message;
 - the function's CloudWatch Logs: the example processor's ``order accepted`` record for each
@@ -20,9 +21,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from serverless_retry.terminal import read_terminal
 
 __all__ = [
     "Accounting",
@@ -30,11 +33,11 @@ __all__ = [
     "MessageFate",
     "SentMessage",
     "account",
+    "json_records",
     "parse_final",
     "parse_log_lines",
 ]
 
-ENVELOPE_KEY = "serverless_retry"
 SUCCESS_MESSAGE = "order accepted"
 RETRY_MESSAGE_PREFIX = "processing failed; retry"
 
@@ -58,11 +61,9 @@ class LogEvidence:
     lines: int = 0
 
 
-def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
-    """Read the function's log lines (JSON ones; others are skipped)."""
-    evidence = LogEvidence()
+def json_records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects among log lines (Powertools records, EMF lines); any other line is skipped."""
     for line in lines:
-        evidence.lines += 1
         text = line.strip()
         if not text.startswith("{"):
             continue
@@ -70,8 +71,16 @@ def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
             record = json.loads(text)
         except ValueError:
             continue
-        if not isinstance(record, dict):
-            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
+    """Read the function's log lines (JSON ones; others are skipped)."""
+    evidence = LogEvidence()
+    lines = list(lines)
+    evidence.lines = len(lines)
+    for record in json_records(lines):
         aws = record.get("_aws")
         if isinstance(aws, dict):
             for directive in aws.get("CloudWatchMetrics") or []:
@@ -109,43 +118,25 @@ class FinalRecord:
 
 def parse_final(place: str, message: Mapping[str, Any]) -> FinalRecord:
     """Decode a message received from the exhausted queue or the DLQ (boto3 ReceiveMessage shape)."""
-    body = message.get("Body", "")
-    meta: dict[str, Any] = {}
-    try:
-        document = json.loads(body)
-    except ValueError:
-        document = None
-    if isinstance(document, dict) and isinstance(document.get(ENVELOPE_KEY), dict):
-        meta = document[ENVELOPE_KEY]
-    else:
-        attribute = (message.get("MessageAttributes") or {}).get(ENVELOPE_KEY) or {}
-        try:
-            compact = json.loads(attribute.get("StringValue", "") or "{}")
-        except ValueError:
-            compact = {}
-        meta = compact if isinstance(compact, dict) else {}
-    raw_history = meta.get("history")
-    history: list[Any] = raw_history if isinstance(raw_history, list) else []
-    transports = tuple(str(h.get("transport", "?")) for h in history if isinstance(h, dict))
-    raw_attempt = meta.get("attempt")
-    attempt: int = raw_attempt if isinstance(raw_attempt, int) else 0
-    receive_count = (message.get("Attributes") or {}).get("ApproximateReceiveCount")
+    message_id = str(message.get("MessageId", ""))
+    view = read_terminal(
+        str(message.get("Body", "")), message.get("MessageAttributes") or {}, message_id=message_id
+    )
+    attempt = view.attempt
+    outcome = view.outcome
     if place == "dlq":
+        # An original keeps its message id, a retry copy names the first one; SQS counted the receives.
         outcome = "dlq"
-        if not attempt and receive_count:
+        receive_count = str((message.get("Attributes") or {}).get("ApproximateReceiveCount") or "")
+        if not attempt and receive_count.isdigit():
             attempt = int(receive_count)
-    else:
-        outcome = str(meta.get("outcome") or "unknown")
-    ident = meta.get("id") if isinstance(meta.get("id"), str) and place == "exhausted" else None
-    if place == "dlq" and isinstance(meta.get("id"), str):
-        ident = meta["id"]
     return FinalRecord(
         place=place,
-        id=str(ident or message.get("MessageId", "")),
+        id=view.id,
         outcome=outcome,
         attempt=attempt,
-        transports=transports,
-        reason=str(meta.get("reason") or ""),
+        transports=tuple(str(h.get("transport", "?")) for h in view.history),
+        reason=view.reason,
     )
 
 

@@ -12,21 +12,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["demo_defaults", "register"]
 
 
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
         "demo",
-        help="run an example (scheduled-retry, or self-healing) end to end on the local AWS emulator",
+        help="run an example (scheduled-retry, self-healing or native-retry) end to end on the local AWS "
+        "emulator",
         description="Apply examples/<example> to a local emulator, send a mixed workload, run the "
         "local runtime until every message is final, account for each one, destroy.",
     )
-    demo.add_argument("--orders", type=int, default=100, help="number of orders to send (default 100)")
+    demo.add_argument("--orders", type=int, help="number of orders to send (default 100; native-retry 40)")
     demo.add_argument(
         "--clock-scale",
         type=float,
-        help="logical seconds per real second (default 100 for scheduled-retry, 10 for self-healing)",
+        help="logical seconds per real second (default 100; self-healing 10, as its pipeline between two "
+        "attempts runs in real time; native-retry 6, so the fix lands well within maxReceiveCount)",
     )
     demo.add_argument(
         "--function-timeout",
@@ -36,7 +38,9 @@ def register(subparsers: Any) -> None:
         "timeout is 6 x this in logical seconds)",
     )
     demo.add_argument(
-        "--deadline", type=float, default=150.0, help="real seconds to wait for every message (default 150)"
+        "--deadline",
+        type=float,
+        help="real seconds to wait for every message (default 150; self-healing 240; native-retry 300)",
     )
     demo.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
     demo.add_argument("--work-dir", help="where logs, state and the accounting go (default: a temp dir)")
@@ -48,7 +52,7 @@ def register(subparsers: Any) -> None:
         "example",
         nargs="?",
         default="scheduled-retry",
-        choices=("scheduled-retry", "self-healing"),
+        choices=tuple(_DEMO_DEFAULTS),
         help="which example to run (default scheduled-retry)",
     )
     demo.add_argument(
@@ -84,13 +88,30 @@ def register(subparsers: Any) -> None:
     local.set_defaults(func=_cmd_local)
 
 
+# Each example's own defaults for the options it leaves to the user.
+_DEMO_DEFAULTS: dict[str, dict[str, float]] = {
+    "scheduled-retry": {"orders": 100, "clock_scale": 100.0, "deadline": 150.0},
+    "self-healing": {"clock_scale": 10.0, "deadline": 240.0},
+    "native-retry": {"orders": 40, "clock_scale": 6.0, "deadline": 300.0},
+}
+
+
+def demo_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the options left unset with the chosen example's defaults."""
+    for name, value in _DEMO_DEFAULTS.get(args.example, _DEMO_DEFAULTS["scheduled-retry"]).items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    return args
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    demo_defaults(args)
     if args.example == "self-healing":
         from serverless_retry_tools.local.selfheal_demo import SelfHealingOptions, run_selfheal_demo
 
         options = SelfHealingOptions(
             per_topic=args.messages,
-            clock_scale=args.clock_scale or SelfHealingOptions.clock_scale,
+            clock_scale=args.clock_scale,
             deadline_seconds=args.deadline,
             seed=args.seed,
             work_dir=Path(args.work_dir) if args.work_dir else None,
@@ -99,9 +120,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if args.repo:
             options.repo = Path(args.repo)
         return run_selfheal_demo(options, sys.stdout)
-    from serverless_retry_tools.local.demo import DemoOptions, demo_main
+    if args.example == "native-retry":
+        from serverless_retry_tools.local.native_demo import native_demo_main
 
-    args.clock_scale = args.clock_scale or DemoOptions.clock_scale
+        return native_demo_main(args)
+    from serverless_retry_tools.local.demo import demo_main
+
     return demo_main(args)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -24,8 +25,6 @@ Undo = Callable[[], None]
 # batched messages)" is 1 MiB; a message's size counts its body and its attributes.
 MAX_BATCH_BYTES = 1_048_576
 MAX_MESSAGE_ATTRIBUTES = 10
-# EventBridge: "The total entry size must be less than 256KB" (Calculating PutEvents event entry size).
-MAX_PUT_EVENTS_BYTES = 262_144
 # Lambda event source mappings on SQS (services-sqs-parameters, services-sqs-configure).
 MAX_BATCH_SIZE_STANDARD = 10_000
 MAX_BATCH_SIZE_FIFO = 10
@@ -140,6 +139,70 @@ def _sqs_fifo_redelivers_group_last_first(_: Any) -> Undo:
         [
             _replace(Queue, "pending_message_groups", property(pending_message_groups)),
             _replace(SQSBackend, "receive_message", new_receive_message),
+        ]
+    )
+
+
+DEAD_LETTER_SOURCE = "DeadLetterQueueSourceArn"
+
+
+def _sqs_dead_letter_source_arn_missing(_: Any) -> Undo:
+    # When a queue's redrive policy moves a message to its dead-letter queue (on the receive after
+    # maxReceiveCount), SQS records where it came from in the DeadLetterQueueSourceArn system
+    # attribute, which ReceiveMessage returns when asked for it (by name or "All"), and a move into a
+    # FIFO dead-letter queue takes the message id as its deduplication id (two messages that shared a
+    # deduplication id are both kept). moto moves the message object as it is and never returns the
+    # attribute, so nothing can tell where a dead-lettered message came from (ops commands, a move
+    # task back to each message's source).
+    from moto.sqs.models import Queue, SQSBackend
+    from moto.sqs.responses import SQSResponse
+
+    receiving = threading.local()  # the queue this thread is receiving from: moto moves inside receive
+    receive_message = SQSBackend.__dict__["receive_message"]
+    add_message = Queue.__dict__["add_message"]
+    respond = SQSResponse.__dict__["receive_message"]
+
+    def new_receive_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        receiving.queue = self.get_queue(queue_name)
+        try:
+            return receive_message(self, queue_name, *args, **kwargs)
+        finally:
+            receiving.queue = None
+
+    def new_add_message(self: Any, message: Any) -> None:
+        source = getattr(receiving, "queue", None)
+        if source is not None and source is not self and source.dead_letter_queue is self:
+            message.system_attributes = {
+                **(message.system_attributes or {}),
+                DEAD_LETTER_SOURCE: {"DataType": "String", "StringValue": source.queue_arn},
+            }
+            if self.fifo_queue:
+                message.deduplication_id = message.id
+        add_message(self, message)
+
+    def new_respond(self: Any) -> Any:
+        result = respond(self)
+        asked = {
+            *(self._get_param("AttributeNames") or []),
+            *(self._get_param("MessageSystemAttributeNames") or []),
+        }
+        messages = (getattr(result, "result", None) or {}).get("Messages") or []
+        if not messages or not asked & {"All", DEAD_LETTER_SOURCE}:
+            return result
+        queue = self.sqs_backend.get_queue(self._get_queue_name())
+        by_id = {m.id: m for m in list(queue._messages)}
+        for reply in messages:
+            stored = by_id.get(reply["MessageId"])
+            source = (stored.system_attributes or {}).get(DEAD_LETTER_SOURCE) if stored is not None else None
+            if source:
+                reply.setdefault("Attributes", {})[DEAD_LETTER_SOURCE] = source["StringValue"]
+        return result
+
+    return _chain(
+        [
+            _replace(SQSBackend, "receive_message", new_receive_message),
+            _replace(Queue, "add_message", new_add_message),
+            _replace(SQSResponse, "receive_message", new_respond),
         ]
     )
 
@@ -377,37 +440,20 @@ def _scheduler_skips_request_validation(_: Any) -> Undo:
     )
 
 
-# --- EventBridge ---------------------------------------------------------------------------------
+def _scheduler_create_schedule_in_missing_group_fails(_: Any) -> Undo:
+    # CreateSchedule into a group that does not exist raises a KeyError inside moto: an HTTP 500,
+    # which a caller takes for an outage (and the consumer for a refusal to wait out in SQS delay
+    # hops). The Scheduler answers ResourceNotFoundException, as moto does for GetSchedule and
+    # DeleteSchedule in a missing group: a configuration error, not something to retry.
+    from moto.scheduler.models import EventBridgeSchedulerBackend
 
+    create_schedule = EventBridgeSchedulerBackend.__dict__["create_schedule"]
 
-def put_events_entry_bytes(entry: Mapping[str, Any]) -> int:
-    """EventBridge's size of one PutEvents entry ("Calculating PutEvents event entry size")."""
-    size = 14 if entry.get("Time") is not None else 0
-    size += len(str(entry.get("Source") or "").encode()) + len(str(entry.get("DetailType") or "").encode())
-    if entry.get("Detail") is not None:
-        size += len(str(entry["Detail"]).encode())
-    for resource in entry.get("Resources") or []:
-        if resource is not None:
-            size += len(str(resource).encode())
-    return size
+    def new_create_schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.get_schedule_group(kwargs.get("group_name"))  # ResourceNotFoundException when missing
+        return create_schedule(self, *args, **kwargs)
 
-
-def _events_put_events_size_unchecked(_: Any) -> Undo:
-    # PutEvents accepts entries of any total size in moto; EventBridge refuses a request whose
-    # entries add up to 256 KB or more.
-    from moto.events.exceptions import ValidationException
-    from moto.events.responses import EventsHandler
-
-    put_events = EventsHandler.__dict__["put_events"]
-
-    def new_put_events(self: Any) -> Any:
-        entries = self._get_param("Entries") or []
-        total = sum(put_events_entry_bytes(e) for e in entries)
-        if total >= MAX_PUT_EVENTS_BYTES:
-            raise ValidationException("Total size of the entries in the request is over the limit.")
-        return put_events(self)
-
-    return _replace(EventsHandler, "put_events", new_put_events)
+    return _replace(EventBridgeSchedulerBackend, "create_schedule", new_create_schedule)
 
 
 FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
@@ -420,6 +466,11 @@ FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
         "sqs_fifo_redelivers_group_last_first",
         "a FIFO batch that returns after its visibility timeout comes back last message first",
         _sqs_fifo_redelivers_group_last_first,
+    ),
+    (
+        "sqs_dead_letter_source_arn_missing",
+        "a message the redrive policy moves to the DLQ carries no DeadLetterQueueSourceArn",
+        _sqs_dead_letter_source_arn_missing,
     ),
     (
         "lambda_list_event_source_mappings_by_name_misses_arns",
@@ -437,8 +488,8 @@ FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
         _scheduler_skips_request_validation,
     ),
     (
-        "events_put_events_size_unchecked",
-        "PutEvents accepts entries of any total size (EventBridge: under 256 KB)",
-        _events_put_events_size_unchecked,
+        "scheduler_create_schedule_in_missing_group_fails",
+        "CreateSchedule into a missing schedule group answers HTTP 500 (AWS: ResourceNotFoundException)",
+        _scheduler_create_schedule_in_missing_group_fails,
     ),
 )

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -116,127 +113,13 @@ def _sqs_set_attributes_wipes_policy(_: PatchContext) -> Undo:
     return _replace(Queue, "_set_attributes", _set_attributes)
 
 
-@dataclass
-class _MoveTask:
-    handle: str
-    source_arn: str
-    destination_arn: str | None
-    rate: int | None
-    started_ms: int
-    moved: int = 0
-    to_move: int = 0
-    status: str = "RUNNING"
-    failure: str | None = None
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "Status": self.status,
-            "SourceArn": self.source_arn,
-            "ApproximateNumberOfMessagesMoved": self.moved,
-            "ApproximateNumberOfMessagesToMove": self.to_move,
-            "StartedTimestamp": self.started_ms,
-        }
-        if self.status == "RUNNING":
-            out["TaskHandle"] = self.handle
-        if self.destination_arn:
-            out["DestinationArn"] = self.destination_arn
-        if self.rate is not None:
-            out["MaxNumberOfMessagesPerSecond"] = self.rate
-        if self.failure:
-            out["FailureReason"] = self.failure
-        return out
-
-
-def _sqs_message_move_task_not_implemented(_: PatchContext) -> Undo:
+def _sqs_message_move_task_not_implemented(ctx: PatchContext) -> Undo:
     # StartMessageMoveTask / ListMessageMoveTasks / CancelMessageMoveTask answer "not yet
-    # implemented". This version moves every currently visible message at once (AWS moves them in
-    # the background; a caller polling ListMessageMoveTasks sees COMPLETED on its first look).
-    from moto.core.responses import ActionResult
-    from moto.sqs.exceptions import InvalidParameterValue
-    from moto.sqs.responses import SQSResponse
+    # implemented". serverless_retry_tools.local.move_tasks runs each task in the background at its
+    # rate on the emulator's clock, with the API's limits, as SQS does.
+    from serverless_retry_tools.local import move_tasks
 
-    tasks: dict[str, list[_MoveTask]] = {}
-    lock = threading.Lock()
-
-    def queue_by_arn(backend: Any, arn: str) -> Any:
-        for queue in backend.queues.values():
-            if queue.queue_arn == arn:
-                return queue
-        raise InvalidParameterValue(
-            f"The resource that you specified for the SourceArn parameter doesn't exist: {arn}"
-        )
-
-    def start_message_move_task(self: Any) -> Any:
-        backend = self.sqs_backend
-        source_arn = self._get_param("SourceArn")
-        destination_arn = self._get_param("DestinationArn")
-        rate = self._get_param("MaxNumberOfMessagesPerSecond")
-        source = queue_by_arn(backend, source_arn)
-        origins = [q for q in backend.queues.values() if q.dead_letter_queue is source]
-        if not origins:
-            raise InvalidParameterValue("Source queue must be configured as a Dead Letter Queue.")
-        if destination_arn:
-            destination = queue_by_arn(backend, destination_arn)
-        elif len(origins) == 1:
-            destination = origins[0]
-        else:
-            raise InvalidParameterValue(
-                "this emulator needs a DestinationArn when several queues use the same dead-letter queue"
-            )
-        task = _MoveTask(
-            handle=str(uuid.uuid4()),
-            source_arn=source_arn,
-            destination_arn=destination_arn,
-            rate=int(rate) if rate is not None else None,
-            started_ms=int(time.time() * 1000),
-        )
-        with lock:
-            running = [t for t in tasks.get(source_arn, []) if t.status == "RUNNING"]
-            if running:
-                raise InvalidParameterValue(
-                    "There is already a task running. Only one active task is allowed for a source queue arn at a given time."
-                )
-            tasks.setdefault(source_arn, []).insert(0, task)
-            movable = [m for m in source._messages if m.visible and not m.delayed]
-            task.to_move = len(movable)
-            for message in movable:
-                attrs = copy.deepcopy(message.message_attributes) or None
-                backend.send_message(
-                    destination.name,
-                    message.body,
-                    message_attributes=attrs,
-                    group_id=message.group_id,
-                    deduplication_id=message.deduplication_id,
-                )
-                source._messages.remove(message)
-                task.moved += 1
-            task.status = "COMPLETED"
-        return ActionResult({"TaskHandle": task.handle})
-
-    def list_message_move_tasks(self: Any) -> Any:
-        source_arn = self._get_param("SourceArn")
-        limit = int(self._get_param("MaxResults") or 1)
-        queue_by_arn(self.sqs_backend, source_arn)
-        with lock:
-            found = [t.describe() for t in tasks.get(source_arn, [])[:limit]]
-        return ActionResult({"Results": found})
-
-    def cancel_message_move_task(self: Any) -> Any:
-        handle = self._get_param("TaskHandle")
-        with lock:
-            for task_list in tasks.values():
-                for task in task_list:
-                    if task.handle == handle and task.status == "RUNNING":
-                        task.status = "CANCELLED"
-                        return ActionResult({"ApproximateNumberOfMessagesMoved": task.moved})
-        raise InvalidParameterValue("Task does not exist or is not running.")
-
-    undos = [
-        _add(SQSResponse, "start_message_move_task", start_message_move_task),
-        _add(SQSResponse, "list_message_move_tasks", list_message_move_tasks),
-        _add(SQSResponse, "cancel_message_move_task", cancel_message_move_task),
-    ]
-    return _chain(undos)
+    return move_tasks.install(ctx.clock, _add)
 
 
 def _chain(undos: list[Undo]) -> Undo:

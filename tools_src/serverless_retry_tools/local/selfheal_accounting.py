@@ -6,7 +6,8 @@ function) pair is accounted for from what the emulator shows after the run:
 - the runtime's record of the asynchronous invocations it ran (function, the SNS MessageId the event
   carried, ok or the error): how many attempts each delivery took;
 - the retry-exhausted queue: ``ExhaustedRecord`` bodies ``{outcome, reason, detail: {payload,
-  meta}}`` whose ``meta.retry_id`` is the SNS MessageId and ``meta.function_name`` the function;
+  meta}}`` whose ``meta.retry_id`` is the SNS MessageId and ``meta.function_name`` the function (read,
+  with the enrichment's last-resort form, by ``serverless_retry.terminal.read_terminal``);
 - the redrive function's log lines (``event redriven`` with ``retry_id``, ``next_attempt``,
   ``delay_seconds``): the backoff each retry waited;
 - every dead-letter queue of the pattern (failure queue DLQ, rule targets' DLQ, redrive DLQ,
@@ -22,9 +23,13 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from serverless_retry.terminal import read_terminal
+
+from serverless_retry_tools.local.accounting import json_records
 
 __all__ = [
     "Delivery",
@@ -130,23 +135,22 @@ class SelfHealingAccounting:
 # --- parsing what the emulator holds ----------------------------------------------------------------
 
 
-def parse_exhausted(body: str) -> Final:
-    """A message of the retry-exhausted queue (an ExhaustedRecord; anything else is reported)."""
-    try:
-        record = json.loads(body)
-    except ValueError:
-        record = None
-    meta = (record.get("detail") or {}).get("meta") if isinstance(record, dict) else None
-    if not isinstance(record, dict) or not isinstance(meta, dict):
+def parse_exhausted(body: str, attributes: Mapping[str, Any] | None = None) -> Final:
+    """A message of the retry-exhausted queue (an ExhaustedRecord, or the enrichment's last resort: the
+    raw destination record with a compact attribute); anything else is reported unreadable."""
+    view = read_terminal(body, attributes or {})
+    if view.outcome == "unknown":
         return Final("exhausted-queue", "", "", "unreadable", reason=body[:200])
+    meta: Mapping[str, Any] = view.detail["meta"] if view.detail is not None else {}
+    function = meta.get("function_name") if view.detail is not None else view.source.rsplit(":", 1)[-1]
     return Final(
         "exhausted-queue",
-        str(meta.get("retry_id") or ""),
-        str(meta.get("function_name") or ""),
-        str(record.get("outcome") or "unknown"),
-        attempt=int(meta.get("attempt") or 0),
-        error_type=str(meta.get("error_type") or ""),
-        reason=str(record.get("reason") or ""),
+        view.id,
+        str(function or ""),
+        view.outcome,
+        attempt=view.attempt,
+        error_type=view.error_type,
+        reason=view.reason,
     )
 
 
@@ -192,15 +196,8 @@ def parse_dead_letter(place: str, body: str) -> Final:
 
 def parse_redrive_logs(lines: Iterable[str]) -> list[Redrive]:
     out = []
-    for line in lines:
-        text = line.strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            record = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("message") != "event redriven":
+    for record in json_records(lines):
+        if record.get("message") != "event redriven":
             continue
         try:
             out.append(

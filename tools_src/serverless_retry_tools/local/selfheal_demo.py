@@ -149,20 +149,20 @@ def settled_probe(clients: Mapping[str, Any], layout: Layout) -> dict[str, int]:
     }
 
 
-def _drain(sqs: Any, url: str, limit: int) -> list[str]:
-    bodies: list[str] = []
+def _drain(sqs: Any, url: str, limit: int) -> list[dict[str, Any]]:
+    received: list[dict[str, Any]] = []
     empty = 0
     for _ in range(limit // 10 + 20):
-        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=43_200).get(
-            "Messages", []
-        )
+        messages = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=43_200, MessageAttributeNames=["All"]
+        ).get("Messages", [])
         if not messages:
             empty += 1
             if empty >= 2:
                 break
             continue
-        bodies.extend(m["Body"] for m in messages)
-    return bodies
+        received.extend(messages)
+    return received
 
 
 def _log_lines(logs: Any, group: str) -> list[str]:
@@ -195,9 +195,12 @@ def collect(
     """Account for every delivery from the emulator's state and the runtime's invocations."""
     sqs = clients["sqs"]
     limit = 4 * len(published) + 20
-    finals: list[Final] = [parse_exhausted(b) for b in _drain(sqs, layout.exhausted_queue_url, limit)]
+    finals: list[Final] = [
+        parse_exhausted(m["Body"], m.get("MessageAttributes"))
+        for m in _drain(sqs, layout.exhausted_queue_url, limit)
+    ]
     for place, url in layout.dlqs.items():
-        finals.extend(parse_dead_letter(place, b) for b in _drain(sqs, url, limit))
+        finals.extend(parse_dead_letter(place, m["Body"]) for m in _drain(sqs, url, limit))
     redrives = parse_redrive_logs(_log_lines(clients["logs"], f"/aws/lambda/{layout.redrive_function}"))
     return account(published, invocations(events), finals, redrives)
 

@@ -1,0 +1,82 @@
+variable "aws_region" {
+  description = "Region to deploy to."
+  type        = string
+  default     = "us-east-1"
+  nullable    = false
+}
+
+variable "aws_endpoint_url" {
+  description = "Endpoint of a local AWS emulator (e.g. http://127.0.0.1:5000): every service this example uses is pointed at it, with dummy credentials. null (the default) deploys to real AWS with your usual credentials."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.aws_endpoint_url == null ? true : can(regex("^https?://[^/\\s]+/?$", var.aws_endpoint_url))
+    error_message = "aws_endpoint_url must be null (real AWS) or a base URL such as http://127.0.0.1:5000."
+  }
+}
+
+variable "name" {
+  description = "Base name of the example's resources (queue, DLQ, function, tables)."
+  type        = string
+  default     = "native-orders"
+  nullable    = false
+}
+
+variable "release" {
+  description = "Which release of the handler is deployed: \"buggy\" (1.0: every order fails, and waits in the queue) or \"fixed\" (1.1). Switching is a second `terraform apply`; orders waiting in the queue are booked by the fix."
+  type        = string
+  default     = "fixed"
+  nullable    = false
+
+  validation {
+    condition     = contains(["buggy", "fixed"], var.release)
+    error_message = "release must be \"buggy\" or \"fixed\"."
+  }
+}
+
+variable "function_timeout" {
+  description = "Timeout of the function in seconds. The queue's visibility timeout is 6 x this: a failed order comes back that long after its receive, and reaches the DLQ after 5 receives, i.e. about 4 visibility timeouts after its first."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = floor(var.function_timeout) == var.function_timeout && var.function_timeout >= 1 && var.function_timeout <= 900
+    error_message = "function_timeout must be a whole number of seconds from 1 to 900."
+  }
+}
+
+variable "package" {
+  description = "Path of the example's zip (native_orders + Powertools); null uses dist/examples/native-retry.zip, which `./build.sh package` builds."
+  type        = string
+  default     = null
+}
+
+variable "environment" {
+  description = "Extra environment for the function, e.g. SERVERLESS_RETRY_CLOCK_SCALE / SERVERLESS_RETRY_CLOCK_EPOCH under the local emulator."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+}
+
+variable "monitoring" {
+  description = "Create the DLQ-depth and oldest-message alarms and the dashboard of modules/monitoring."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "alarm_actions" {
+  description = "ARNs (e.g. SNS topics) the alarms notify when they fire and when they recover."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "tags" {
+  description = "Tags for every taggable resource."
+  type        = map(string)
+  default     = { project = "serverless-retry", example = "native-retry" }
+  nullable    = false
+}
