@@ -1,10 +1,13 @@
 """Drive the operator's redrive function (modules/scheduled-retry operator.tf) through its paths:
 a filtered pass over the retry-exhausted queue (move some, release the rest), a pass over the DLQ,
-and SQS's own move task out of the DLQ, back to the source queue and to a named destination."""
+SQS's own move task out of the DLQ, back to the source queue and to a named destination, and a
+re-invoke of a function (to_function), refused before any call."""
 
 from __future__ import annotations
 
+import pytest
 from serverless_retry.clock import FrozenClock
+from serverless_retry.redrive_options import OptionsError
 from serverless_retry.testing import lambda_context
 
 from tests.functional.redrive_world import World as Filler
@@ -41,3 +44,9 @@ def every_path(world: World, function: Function) -> None:
     assert "task_handle" in invoke({"native": True, "from_queue_url": dlq.url})
     world.send(dlq, "plain dead letter")
     assert "task_handle" in invoke({"native": True, "from_queue_url": dlq.url, "to_queue_url": source.url})
+
+    # Re-invoking a function is refused before any call: the role grants lambda:InvokeFunction on none.
+    before = len(world.recorder.calls)
+    with pytest.raises(OptionsError, match="re-invokes no function"):
+        invoke({"to_function": True, "from_queue_url": dlq.url})
+    assert len(world.recorder.calls) == before
