@@ -127,10 +127,11 @@ data "aws_iam_policy_document" "xray" {
 
 # Concern: one chain per message (serverless_retry.claims), only when a table is given: a claim is one
 # conditional PutItem; claims are marked done 25 at a time with BatchWriteItem, which IAM authorises
-# by its own action (dynamodb:PutItem does not cover it).
+# by its own action (dynamodb:PutItem does not cover it). A plain handler (native retry) runs no
+# claims: its table serves Powertools idempotency only.
 data "aws_iam_policy_document" "claims" {
   dynamic "statement" {
-    for_each = var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
+    for_each = local.native || var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
     content {
       sid       = "RetryClaims"
       actions   = ["dynamodb:PutItem", "dynamodb:BatchWriteItem"]
