@@ -25,7 +25,7 @@ from moto import mock_aws
 from serverless_retry_tools.local.moto_patches import patched
 
 from tests.terraform.conftest import Workspace
-from tests.terraform.iam import check, operator_paths, selfheal_paths
+from tests.terraform.iam import check, native_paths, operator_paths, selfheal_paths
 from tests.terraform.iam.actions import Need, all_needs
 from tests.terraform.iam.consumer_paths import POLICY, ConsumerRun
 from tests.terraform.iam.granted import Granted, granted
@@ -91,6 +91,10 @@ SELF_HEALING: dict[str, dict[str, Any]] = {
     },
 }  # fmt: skip
 
+# examples/native-retry: modules/consumer with a plain handler (processor = null), Powertools
+# idempotency on its table, ledger writes granted by the example itself. No alarms (no IAM in them).
+NATIVE: dict[str, Any] = {"package": PACKAGE, "release": "fixed", "monitoring": False}
+
 
 @dataclass
 class Outcome:
@@ -112,6 +116,7 @@ def plans(workspace: Workspace) -> dict[str, Granted]:
             f"healing_{name}": ("modules/self-healing", {"name": "heal", "package": PACKAGE, **variables})
             for name, variables in SELF_HEALING.items()
         },
+        "native": ("examples/native-retry", NATIVE),
     }  # fmt: skip
     return {case: granted(planned) for case, planned in plan_with_arns(workspace, cases).items()}
 
@@ -187,6 +192,18 @@ def test_self_healing_grants_exactly_what_its_functions_and_services_use(
     outcome = _verdict(world, roles)
     if outcome.problems:
         pytest.fail(f"{case}:\n{check.describe(outcome.problems)}", pytrace=False)
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+def test_native_retry_example_grants_exactly_what_its_plain_handler_uses(
+    plans: dict[str, Granted], world_of: Any
+) -> None:
+    g = plans["native"]
+    world: World = world_of(g, External())
+    native_paths.every_path(world, next(iter(g.functions.values())))
+    outcome = _verdict(world, {})
+    if outcome.problems:
+        pytest.fail(f"native:\n{check.describe(outcome.problems)}", pytrace=False)
 
 
 def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Granted], world_of: Any) -> None:

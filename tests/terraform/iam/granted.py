@@ -56,6 +56,7 @@ class Granted:
     schedule_groups: list[str] = field(default_factory=list)
     buses: list[str] = field(default_factory=list)
     log_groups: dict[str, str] = field(default_factory=dict)  # name -> ARN
+    tables: list[dict[str, Any]] = field(default_factory=list)  # aws_dynamodb_table values
 
     def role_of_arn(self, arn: str) -> Role:
         return self.roles[arn.rsplit("/", 1)[-1]]
@@ -141,6 +142,7 @@ def granted(planned: Planned) -> Granted:
     g.targets = list(planned.of("aws_cloudwatch_event_target").values())
     g.schedule_groups = [v["name"] for v in planned.of("aws_scheduler_schedule_group").values()]
     g.buses = [v["name"] for v in planned.of("aws_cloudwatch_event_bus").values()]
+    g.tables = list(planned.of("aws_dynamodb_table").values())
     return g
 
 

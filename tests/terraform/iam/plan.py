@@ -108,6 +108,8 @@ def computed(rtype: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"arn": f"arn:{p}:events:{r}:{a}:rule/{path}", "id": path.replace("/", "|")}
     if rtype == "aws_pipes_pipe":
         return {"arn": f"arn:{p}:pipes:{r}:{a}:pipe/{name}", "id": name}
+    if rtype == "aws_dynamodb_table":
+        return {"arn": f"arn:{p}:dynamodb:{r}:{a}:table/{name}", "id": name}
     if rtype == "aws_sns_topic":
         return {"arn": f"arn:{p}:sns:{r}:{a}:{name}", "id": f"arn:{p}:sns:{r}:{a}:{name}"}
     return None
@@ -171,6 +173,21 @@ def _terraform_test(root: Path, workspace: Workspace, text: str) -> _Run:
     return run
 
 
+def _as_module(workspace: Workspace, directory: str) -> str:
+    """``directory`` as a module source: an example (a root with its own provider block, which a
+    module call may not configure under the test's providers) is used from a copy without it, beside
+    the original so its relative module sources still resolve."""
+    source = workspace.root / directory
+    if not (source / "providers.tf").exists():
+        return directory
+    copy = source.with_name(f"{source.name}-as-module")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(
+        source, copy, ignore=shutil.ignore_patterns("providers.tf", ".terraform*", "terraform.tfstate*")
+    )
+    return str(copy.relative_to(workspace.root))
+
+
 _MODULE_PREFIX = re.compile(r"^((?:module\.[A-Za-z0-9_-]+(?:\[[^\]]+\])?\.)*)")
 
 
@@ -187,9 +204,11 @@ def plan_with_arns(
     root = workspace.root / "iam-root"
     root.mkdir(exist_ok=True)
     blocks = ['terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws" }\n  }\n}\n']
-    for case, (module, variables) in cases.items():
+    for case, (directory, variables) in cases.items():
         assignments = "".join(f"  {k} = {hcl_literal(v)}\n" for k, v in variables.items())
-        blocks.append(f'module "{case}" {{\n  source = "../{module}"\n{assignments}}}\n')
+        blocks.append(
+            f'module "{case}" {{\n  source = "../{_as_module(workspace, directory)}"\n{assignments}}}\n'
+        )
     (root / "main.tf").write_text("\n".join(blocks), encoding="utf-8")
     initialised = init(workspace.terraform, root, "-backend=false")
     assert initialised.returncode == 0, initialised.stdout + initialised.stderr

@@ -46,7 +46,7 @@ class Recorder:
     calls: list[Call] = field(default_factory=list)
     # operation -> error code: the call is recorded, then refused as AWS would refuse it (e.g. a
     # Scheduler that throttles, to reach the SQS-hops fallback).
-    refuse: dict[str, str] = field(default_factory=dict)
+    refuse: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = field(default_factory=dict)
     _actor: contextvars.ContextVar[Actor | None] = field(
         default_factory=lambda: contextvars.ContextVar("iam_actor", default=None)
     )
@@ -60,8 +60,11 @@ class Recorder:
             self._actor.reset(token)
 
     @contextmanager
-    def refusing(self, operation: str, code: str) -> Iterator[None]:
-        self.refuse[operation] = code
+    def refusing(
+        self, operation: str, code: str, when: Callable[[dict[str, Any]], bool] = lambda params: True
+    ) -> Iterator[None]:
+        """Refuse ``operation`` with ``code`` while inside, for the calls whose parameters ``when`` picks."""
+        self.refuse[operation] = (code, when)
         try:
             yield
         finally:
@@ -84,8 +87,8 @@ class Recorder:
                         client.meta.region_name,
                     )
                 )
-                code = recorder.refuse.get(operation_name)
-                if code is not None:
+                code, when = recorder.refuse.get(operation_name, (None, None))
+                if code is not None and when is not None and when(api_params):
                     raise ClientError(
                         {"Error": {"Code": code, "Message": "refused by the test"}}, operation_name
                     )

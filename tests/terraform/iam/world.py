@@ -75,7 +75,7 @@ class World:
         )
 
     def create(self) -> None:
-        """Every queue, schedule group, role and function of the plan, and the external resources."""
+        """Every queue, table, schedule group, role and function of the plan, and the external resources."""
         g = self.granted
         for queue in g.queues.values():
             self.sqs.create_queue(QueueName=queue.name, Attributes=queue.attributes)
@@ -109,6 +109,16 @@ class World:
         for topic in self.external.topics:
             sns.create_topic(Name=topic.rsplit(":", 1)[-1])
         dynamodb = boto3.client("dynamodb", region_name=REGION)
+        for table in g.tables:  # the planned tables, with their keys
+            keys = [(table["hash_key"], "HASH")] + (
+                [(table["range_key"], "RANGE")] if table.get("range_key") else []
+            )
+            dynamodb.create_table(
+                TableName=table["name"],
+                KeySchema=[{"AttributeName": k, "KeyType": kind} for k, kind in keys],
+                AttributeDefinitions=[{"AttributeName": a["name"], "AttributeType": a["type"]} for a in table["attribute"]],
+                BillingMode="PAY_PER_REQUEST",
+            )  # fmt: skip
         for table in self.external.tables:
             dynamodb.create_table(
                 TableName=table,
