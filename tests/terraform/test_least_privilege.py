@@ -1,6 +1,7 @@
 """Least privilege, proven both ways, for every role our modules create or extend.
 
-Each case plans a module with the ARNs AWS would give it (tests/terraform/iam/plan.py), builds the
+Each case (scheduled-retry, self-healing, the native-retry example) plans a module with the ARNs AWS
+would give it (tests/terraform/iam/plan.py; all cases in one generated root), builds the
 same names on in-process moto, runs the deployed handlers with their planned environments through
 every call path of that configuration, and records each AWS call and who makes it (the function's
 code, or a service acting with a role). Then:
