@@ -7,7 +7,6 @@ function's code makes no SQS call; the event source mapping receives and deletes
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from contextlib import nullcontext
@@ -30,10 +29,18 @@ def _order(order_id: str, **extra: str) -> str:
 
 
 def every_path(world: World, function: Function) -> None:
-    if str(SRC) not in sys.path:
-        sys.path.insert(0, str(SRC))
-    # Its cached boto3 client may come from another test's moto: a cold start makes its own.
-    importlib.import_module("native_orders.ledger")._dynamodb.cache_clear()
+    """A cold start of the example's package (imported afresh, with the function's environment: its
+    loggers take their service name then), forgotten afterwards so no other test sees this one's."""
+    sys.path.insert(0, str(SRC))
+    try:
+        _drive(world, function)
+    finally:
+        sys.path.remove(str(SRC))
+        for name in [m for m in sys.modules if m == "native_orders" or m.startswith("native_orders.")]:
+            del sys.modules[name]
+
+
+def _drive(world: World, function: Function) -> None:
     with world.environment(function):
         handler = load_handler(function)
     [mapping] = world.granted.mappings
