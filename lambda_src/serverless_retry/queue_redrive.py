@@ -535,7 +535,7 @@ def refusal(message: ExhaustedMessage, options: RedriveOptions) -> str | None:
     if message.kind == "self-healing":
         return (
             "a self-healing record: no queue's consumer takes it; re-invoke the function that failed "
-            "with --to-function (to_function in the Lambda event)"
+            "with serverless-retry redrive --to-function"
         )
     return None
 

@@ -16,17 +16,32 @@ data "aws_iam_policy_document" "trust" {
   }
 }
 
-# Concern: consuming the source queue (what the event source mapping does as this role).
+# Concern: consuming the source queue (what the event source mapping does as this role: AWS lists
+# ReceiveMessage, DeleteMessage and GetQueueAttributes for an SQS event source).
 data "aws_iam_policy_document" "consume" {
   statement {
     sid = "ConsumeSourceQueue"
     actions = [
       "sqs:ReceiveMessage",
       "sqs:DeleteMessage",
-      "sqs:ChangeMessageVisibility",
       "sqs:GetQueueAttributes",
     ]
     resources = [var.queue.arn]
+  }
+}
+
+# Concern: keeping a message in the queue for later. Retries in place (the visibility transport, FIFO
+# ordered) hide the message until its next attempt; on FIFO a copy that arrives early is hidden until
+# due and the records behind a failure in its group are handed back. A standard queue whose retries
+# are copies (SQS delays, schedules, hops) never changes a visibility, so it gets no right to.
+data "aws_iam_policy_document" "in_place" {
+  dynamic "statement" {
+    for_each = local.fifo || module.policy.transport == "visibility" ? [var.queue.arn] : []
+    content {
+      sid       = "HideUntilNextAttempt"
+      actions   = ["sqs:ChangeMessageVisibility"]
+      resources = [statement.value]
+    }
   }
 }
 
@@ -110,13 +125,31 @@ data "aws_iam_policy_document" "xray" {
   }
 }
 
-# Concern: Powertools idempotency records, only when a table is given.
+# Concern: one chain per message (serverless_retry.claims), only when a table is given: a claim is one
+# conditional PutItem; claims are marked done 25 at a time with BatchWriteItem, which IAM authorises
+# by its own action (dynamodb:PutItem does not cover it). A plain handler (native retry) runs no
+# claims: its table serves Powertools idempotency only.
+data "aws_iam_policy_document" "claims" {
+  dynamic "statement" {
+    for_each = local.native || var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
+    content {
+      sid       = "RetryClaims"
+      actions   = ["dynamodb:PutItem", "dynamodb:BatchWriteItem"]
+      resources = [statement.value]
+    }
+  }
+}
+
+# Concern: Powertools idempotency of the processor, in the same table: a conditional PutItem marks a
+# call in progress (a conflict returns the stored record with it, ReturnValuesOnConditionCheckFailure:
+# no GetItem with the runtime's boto3), UpdateItem stores the result, DeleteItem drops the record of a
+# call that failed.
 data "aws_iam_policy_document" "idempotency" {
   dynamic "statement" {
     for_each = var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
     content {
       sid       = "IdempotencyRecords"
-      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+      actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
       resources = [statement.value]
     }
   }
@@ -125,12 +158,14 @@ data "aws_iam_policy_document" "idempotency" {
 data "aws_iam_policy_document" "consumer" {
   source_policy_documents = [
     data.aws_iam_policy_document.consume.json,
+    data.aws_iam_policy_document.in_place.json,
     data.aws_iam_policy_document.send.json,
     data.aws_iam_policy_document.schedule.json,
     data.aws_iam_policy_document.pass_role.json,
     data.aws_iam_policy_document.logs.json,
     data.aws_iam_policy_document.kms.json,
     data.aws_iam_policy_document.xray.json,
+    data.aws_iam_policy_document.claims.json,
     data.aws_iam_policy_document.idempotency.json,
   ]
 }

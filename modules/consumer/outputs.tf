@@ -68,12 +68,14 @@ output "role_permissions" {
   value = flatten([
     for d in [
       data.aws_iam_policy_document.consume,
+      data.aws_iam_policy_document.in_place,
       data.aws_iam_policy_document.send,
       data.aws_iam_policy_document.schedule,
       data.aws_iam_policy_document.pass_role,
       data.aws_iam_policy_document.logs,
       data.aws_iam_policy_document.kms,
       data.aws_iam_policy_document.xray,
+      data.aws_iam_policy_document.claims,
       data.aws_iam_policy_document.idempotency,
     ] : [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
   ])

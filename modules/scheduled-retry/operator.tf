@@ -51,18 +51,22 @@ data "aws_iam_policy_document" "operator_send" {
 }
 
 # Concern: SQS's own move task ("native"), which applies to the DLQ only (it is the one a redrive
-# policy feeds); ListDeadLetterSourceQueues is how the function checks that before starting.
+# policy feeds). Before starting, the function asks either queue for the queues whose redrive policy
+# names it (ListDeadLetterSourceQueues): that is how it explains why the retry-exhausted queue cannot
+# be moved natively. It starts the task and returns its handle; it never lists or cancels tasks
+# (an operator watches one with `serverless-retry redrive --native`, under their own credentials).
 data "aws_iam_policy_document" "operator_native" {
   count = local.operator ? 1 : 0
 
   statement {
-    sid = "MoveTaskOutOfDeadLetterQueue"
-    actions = [
-      "sqs:StartMessageMoveTask",
-      "sqs:ListMessageMoveTasks",
-      "sqs:CancelMessageMoveTask",
-      "sqs:ListDeadLetterSourceQueues",
-    ]
+    sid       = "CheckDeadLetterSources"
+    actions   = ["sqs:ListDeadLetterSourceQueues"]
+    resources = local.operator_sources
+  }
+
+  statement {
+    sid       = "MoveTaskOutOfDeadLetterQueue"
+    actions   = ["sqs:StartMessageMoveTask"]
     resources = [module.queue.dlq_arn]
   }
 }

@@ -17,7 +17,7 @@ from moto import mock_aws
 from serverless_retry.clock import FrozenClock
 from serverless_retry.handlers import redrive_queue
 from serverless_retry.queue_redrive import decode, inspect, redrive
-from serverless_retry.redrive_options import options_from_mapping
+from serverless_retry.redrive_options import OptionsError, options_from_mapping
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.state import read
 from serverless_retry_tools import cli
@@ -175,7 +175,7 @@ def test_a_queue_destination_refuses_self_healing_records_and_keeps_them(live: W
     assert len(report.failed) == 4
     assert {why for _, why in report.failed} == {
         "a self-healing record: no queue's consumer takes it; re-invoke the function that failed with "
-        "--to-function (to_function in the Lambda event)"
+        "serverless-retry redrive --to-function"
     }
     assert live.counts(live.exhausted) == (4, 0)
     assert live.counts(live.source) == (1, 0)
@@ -242,23 +242,19 @@ def test_destination_records_and_the_enrichments_last_resort_go_back_to_their_fu
     assert states == [(f"{ARN}:orders-fn", 2), (f"{ARN}:orders-fn", 2)]
 
 
-def test_the_lambda_form_takes_to_function_beside_a_configured_queue(live: World) -> None:
+def test_the_lambda_form_refuses_to_function_and_says_where_to_do_it(live: World) -> None:
+    """Its role may invoke no function (a grant on whatever a record names would be no scoped grant):
+    refused before any message is touched, pointing to the command."""
     _seed(live)
-    fake = FakeLambda()
     environ = {
         redrive_queue.ENV_FROM_QUEUE_URLS: live.exhausted,
         redrive_queue.ENV_TO_QUEUE_URL: live.source,
     }
-    live.tick()
-    result = redrive_queue.run(
-        {"to_function": True, "source": "invoices-fn"},
-        None,
-        sqs=live.sqs,
-        lambda_client=fake,
-        environ=environ,
-    )
-    assert (result["moved"], result["failed"], result["complete"]) == (1, 0, True)
-    assert [name for name, _ in fake.invoked] == [f"{ARN}:invoices-fn"]
+    for value in (True, "invoices-fn"):
+        with pytest.raises(OptionsError, match="to_function: this function re-invokes no function") as caught:
+            redrive_queue.run({"to_function": value}, None, sqs=live.sqs, environ=environ)
+        assert "serverless-retry redrive --from-queue-url URL --to-function" in str(caught.value)
+    assert live.counts(live.exhausted) == (5, 0)
 
 
 def test_the_cli_redrives_to_the_function_and_refuses_a_queue(

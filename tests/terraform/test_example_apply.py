@@ -86,12 +86,7 @@ def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> N
     account, region = applied.emulator.account_id, applied.emulator.region
     assert _statements(document) == {
         "ConsumeSourceQueue": (
-            {
-                "sqs:ReceiveMessage",
-                "sqs:DeleteMessage",
-                "sqs:ChangeMessageVisibility",
-                "sqs:GetQueueAttributes",
-            },
+            {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"},
             {out["queue_arn"]},
         ),
         "SendRetriesAndExhausted": ({"sqs:SendMessage"}, {out["queue_arn"], out["exhausted_queue_arn"]}),

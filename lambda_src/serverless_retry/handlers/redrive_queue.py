@@ -12,9 +12,10 @@ is on: ``SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS`` (comma-separated; the first 
 refused: the function's role reaches only these. The pass stops ``TIME_MARGIN_MS`` before the
 function's timeout and leaves the rest in place (``"complete": false``: invoke it again).
 ``"native": true`` starts a StartMessageMoveTask and returns its handle without waiting.
-``"to_function": true`` (or a function's name or ARN) re-invokes the function each self-healing record
-or Lambda destination record names, instead of sending to a queue; the function's role then needs
-``lambda:InvokeFunction`` on those functions.
+``"to_function"`` is refused here (:data:`TO_FUNCTION_REFUSED`): the queues this function reads hold no
+record of a failed invocation (the consumer's envelopes, the source queue's dead letters), so its role
+may invoke no function; re-invoke self-healing or Lambda destination records with
+``serverless-retry redrive --to-function`` under the operator's own credentials.
 """
 
 from __future__ import annotations
@@ -32,12 +33,26 @@ from serverless_retry.native_redrive import check_native, start_native
 from serverless_retry.queue_redrive import RedriveReport, redrive
 from serverless_retry.redrive_options import OptionsError, RedriveOptions, options_from_mapping
 
-__all__ = ["ENV_FROM_QUEUE_URLS", "ENV_TO_QUEUE_URL", "TIME_MARGIN_MS", "handler", "run"]
+__all__ = [
+    "ENV_FROM_QUEUE_URLS",
+    "ENV_TO_QUEUE_URL",
+    "TIME_MARGIN_MS",
+    "TO_FUNCTION_REFUSED",
+    "handler",
+    "run",
+]
 
 ENV_FROM_QUEUE_URLS = "SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS"
 ENV_TO_QUEUE_URL = "SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL"
 TIME_MARGIN_MS = 10_000  # release what the pass holds and answer before the timeout
 LISTED_MESSAGES = 100  # the response lists at most this many moved messages
+# Granting lambda:InvokeFunction on "whatever function a record names" is no scoped grant, and no path
+# of this function's queues would use one (tests/terraform/test_least_privilege.py).
+TO_FUNCTION_REFUSED = (
+    "this function re-invokes no function: its queues hold no record of a failed invocation and its role "
+    "may invoke none; re-invoke self-healing or Lambda destination records with "
+    "`serverless-retry redrive --from-queue-url URL --to-function` under your own credentials"
+)
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "serverless-retry-redrive"))
 
@@ -53,6 +68,8 @@ def options_for(event: Mapping[str, Any], environ: Mapping[str, str]) -> Redrive
         raise OptionsError("event", f"expected a JSON object of redrive options, got {type(event).__name__}")
     sources, target = _allowed(environ)
     data = dict(event)
+    if data.get("to_function") not in (None, False):
+        raise OptionsError("to_function", TO_FUNCTION_REFUSED)
     if sources:
         data.setdefault("from_queue_url", sources[0])
         if data["from_queue_url"] not in sources:
@@ -60,9 +77,8 @@ def options_for(event: Mapping[str, Any], environ: Mapping[str, str]) -> Redrive
     if target:
         if data.get("to_queue_url") not in (None, target):
             raise OptionsError("to_queue_url", f"this function redrives only to {target}")
-        # A native move without a destination returns each message to its origin, and to_function sends
-        # to no queue: keep those choices.
-        if not data.get("native") and data.get("to_function") in (None, False):
+        # A native move without a destination returns each message to its origin: keep that choice.
+        if not data.get("native"):
             data.setdefault("to_queue_url", target)
     return options_from_mapping(data)
 
@@ -95,13 +111,10 @@ def run(
     context: Any,
     *,
     sqs: Any = None,
-    lambda_client: Any = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     options = options_for(event, os.environ if environ is None else environ)
     sqs = sqs or boto3.client("sqs", config=BOTO_CONFIG)
-    if options.to_function and lambda_client is None:
-        lambda_client = boto3.client("lambda", config=BOTO_CONFIG)
     if options.native:
         check = check_native(sqs, options.from_queue_url, options.to_queue_url)
         result: dict[str, Any] = {
@@ -124,7 +137,7 @@ def run(
             else None
         )
 
-    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time, lambda_client=lambda_client)
+    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time)
     summary = _summary(report)
     logger.info("redrive finished", extra={k: v for k, v in summary.items() if not isinstance(v, list)})
     return summary

@@ -182,18 +182,20 @@ run "role_is_exactly_design_section_6" {
     condition = toset(flatten([
       for d in [
         data.aws_iam_policy_document.consume,
+        data.aws_iam_policy_document.in_place,
         data.aws_iam_policy_document.send,
         data.aws_iam_policy_document.schedule,
         data.aws_iam_policy_document.pass_role,
         data.aws_iam_policy_document.logs,
         data.aws_iam_policy_document.kms,
         data.aws_iam_policy_document.xray,
+        data.aws_iam_policy_document.claims,
         data.aws_iam_policy_document.idempotency,
         ] : [
         for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"
       ]
       ])) == toset([
-      "ConsumeSourceQueue | sqs:ChangeMessageVisibility,sqs:DeleteMessage,sqs:GetQueueAttributes,sqs:ReceiveMessage | arn:aws:sqs:us-east-1:123456789012:orders",
+      "ConsumeSourceQueue | sqs:DeleteMessage,sqs:GetQueueAttributes,sqs:ReceiveMessage | arn:aws:sqs:us-east-1:123456789012:orders",
       "SendRetriesAndExhausted | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders,arn:aws:sqs:us-east-1:123456789012:orders-exhausted",
       "CreateRetrySchedules | scheduler:CreateSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
@@ -308,8 +310,44 @@ run "idempotency_table" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.idempotency.statement[0].actions == toset(["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]) && data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
-    error_message = "Item read/write on exactly the idempotency table."
+    condition     = data.aws_iam_policy_document.idempotency.statement[0].actions == toset(["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]) && data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
+    error_message = "Powertools' item writes (no GetItem: a failed conditional put returns the record) on exactly the idempotency table."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.claims.statement[0].actions == toset(["dynamodb:BatchWriteItem", "dynamodb:PutItem"]) && data.aws_iam_policy_document.claims.statement[0].resources == toset([var.idempotency_table_arn])
+    error_message = "Claims are a conditional PutItem each, marked done with BatchWriteItem, on exactly the idempotency table."
+  }
+}
+
+run "no_table_no_dynamodb" {
+  command = plan
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 0 && length(data.aws_iam_policy_document.idempotency.statement) == 0
+    error_message = "Without an idempotency table the role gets no DynamoDB permission."
+  }
+}
+
+run "visibility_transport_hides_messages_in_place" {
+  command = plan
+
+  variables {
+    retry_policy_json = "{\"transport\": \"visibility\"}"
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.in_place.statement) == 1 && data.aws_iam_policy_document.in_place.statement[0].actions == toset(["sqs:ChangeMessageVisibility"]) && data.aws_iam_policy_document.in_place.statement[0].resources == toset([var.queue.arn])
+    error_message = "Retries in place change the visibility of the source queue's messages, and of no other queue."
+  }
+}
+
+run "copies_never_change_visibility" {
+  command = plan
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.in_place.statement) == 0
+    error_message = "A standard queue retried by copies (SQS delays, schedules, hops) gets no sqs:ChangeMessageVisibility."
   }
 }
 
@@ -784,8 +822,13 @@ run "plain_handler_wires_nothing_of_serverless_retry" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
-    error_message = "The idempotency table is granted to a plain handler too."
+    condition     = data.aws_iam_policy_document.idempotency.statement[0].actions == toset(["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]) && data.aws_iam_policy_document.idempotency.statement[0].resources == toset([var.idempotency_table_arn])
+    error_message = "Powertools idempotency's item writes on exactly the table are granted to a plain handler too."
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 0
+    error_message = "A plain handler runs no serverless_retry claims: no dynamodb:BatchWriteItem."
   }
 
   assert {

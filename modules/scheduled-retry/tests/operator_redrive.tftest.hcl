@@ -114,8 +114,11 @@ run "operator_redrive_on_least_privilege" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.operator_native[0].statement[0].resources == toset(["arn:aws:sqs:us-east-1:123456789012:orders-dlq"])
-    error_message = "StartMessageMoveTask only on the DLQ (the only queue a redrive policy feeds)."
+    condition = [for st in data.aws_iam_policy_document.operator_native[0].statement : { actions = st.actions, resources = st.resources }] == [
+      { actions = toset(["sqs:ListDeadLetterSourceQueues"]), resources = toset(["arn:aws:sqs:us-east-1:123456789012:orders-exhausted", "arn:aws:sqs:us-east-1:123456789012:orders-dlq"]) },
+      { actions = toset(["sqs:StartMessageMoveTask"]), resources = toset(["arn:aws:sqs:us-east-1:123456789012:orders-dlq"]) },
+    ]
+    error_message = "StartMessageMoveTask only on the DLQ (the only queue a redrive policy feeds); its sources are checked on either queue; no task is listed or cancelled."
   }
 
   assert {
