@@ -266,6 +266,12 @@ class FunctionPool:
         return target
 
     # -- workers ------------------------------------------------------------------------------------
+    def prepare(self, config: FunctionConfig) -> None:
+        """Unpack the function's code and find its Python (a first use may install boto3 for it),
+        so that a batch received next does not spend its visibility timeout on that."""
+        self._code_dir(config)
+        self._interpreter(config)
+
     def _start(self, config: FunctionConfig) -> _Worker:
         task_root = str(self._code_dir(config))
         stamp = datetime.now(UTC).strftime("%Y/%m/%d")

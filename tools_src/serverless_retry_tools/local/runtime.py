@@ -377,10 +377,13 @@ class Runtime:
                     )
                     self._stop.wait(_MAPPING_REFRESH_SECONDS)
                     continue
-                # Receive only what can run now: a received message's visibility timeout is ticking.
-                if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
-                    continue
                 try:
+                    if config is None:  # before the first receive: see FunctionPool.prepare
+                        config = self.functions.describe(mapping["FunctionArn"])
+                        self.functions.prepare(config)
+                    # Receive only what can run now: a received message's visibility timeout is ticking.
+                    if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
+                        continue
                     config = self._poll_once(sqs, mapping, flight) or config
                 except Exception as exc:
                     self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
