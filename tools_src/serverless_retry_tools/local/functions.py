@@ -46,6 +46,7 @@ __all__ = [
     "FunctionConfig",
     "FunctionPool",
     "InvocationResult",
+    "Lease",
     "LogSink",
     "lambda_environment",
 ]
@@ -58,6 +59,7 @@ _COMPLETE = ".serverless-retry-complete"  # written last into a code directory
 # process, and the runtime's machine may have two cores; Lambda itself starts an SQS mapping at five.
 DEFAULT_MAX_CONCURRENCY = 4
 _SLOT_WAIT_SECONDS = 0.5  # how often a waiting invocation checks that the pool is still open
+_INIT_TIMEOUT_SECONDS = 10.0  # Lambda's limit on an on-demand init phase
 
 LogSink = Callable[[str, str, str, str], None]  # (function name, log group, log stream, line)
 
@@ -411,15 +413,46 @@ class FunctionPool:
         if self._closed:
             raise RuntimeError("the function pool is closed")
         config = config or self.describe(function)
-        slots, worker = self._acquire(config)
+        lease = self.lease(config, warm=False)
         try:
-            if worker is None:
-                worker = self._start(config)
-                with self._pool_lock:
-                    self._live.add(worker)
-            return self._invoke(worker, event, request_id)
+            return lease.invoke(config, event, request_id)
         finally:
-            self._release(slots, worker)
+            lease.release()
+
+    def lease(self, config: FunctionConfig, *, warm: bool = True) -> Lease:
+        """Hold one of the function's slots (waiting while :meth:`capacity` are held) with an idle
+        worker or, ``warm``, a new one whose handler is already imported: an event source mapping
+        takes one before it receives, so a batch's visibility timeout is not spent starting Python.
+        The caller must :meth:`Lease.release` it."""
+        slots, worker = self._acquire(config)
+        lease = Lease(self, slots, worker)
+        if worker is None and warm:
+            try:
+                lease.worker = self._started(config)
+                if not self._warm(lease.worker):
+                    self._stop_worker(lease.worker)
+                    lease.worker = None  # its invocation starts another, and reports the init error
+            except BaseException:
+                lease.release()
+                raise
+        return lease
+
+    def _started(self, config: FunctionConfig) -> _Worker:
+        worker = self._start(config)
+        with self._pool_lock:
+            self._live.add(worker)
+        return worker
+
+    def _warm(self, worker: _Worker) -> bool:
+        """Run the worker's init phase; False when it failed, took too long or the worker died."""
+        try:
+            assert worker.proc.stdin is not None
+            worker.proc.stdin.write(json.dumps({"request_id": f"init-{uuid.uuid4()}", "init": True}) + "\n")
+            worker.proc.stdin.flush()
+            reply = worker.results.get(timeout=_INIT_TIMEOUT_SECONDS)
+        except (queue.Empty, OSError):
+            return False
+        return reply is not None and bool(reply.get("ok"))
 
     def _invoke(self, worker: _Worker, event: Any, request_id: str | None = None) -> InvocationResult:
         config = worker.config
@@ -490,6 +523,30 @@ class FunctionPool:
             workers = list(self._live)
         for worker in workers:
             self._stop_worker(worker)
+
+
+class Lease:
+    """One held slot of a function, with its worker (None: started at the first invocation)."""
+
+    def __init__(self, pool: FunctionPool, slots: _Slots, worker: _Worker | None) -> None:
+        self._pool = pool
+        self._slots = slots
+        self.worker = worker
+        self._released = False
+
+    def invoke(self, config: FunctionConfig, event: Any, request_id: str | None = None) -> InvocationResult:
+        worker = self.worker
+        if worker is not None and (worker.config != config or not worker.alive()):
+            self._pool._stop_worker(worker)  # new code or configuration, or it crashed or timed out
+            worker = self.worker = None
+        if worker is None:
+            worker = self.worker = self._pool._started(config)
+        return self._pool._invoke(worker, event, request_id)
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._pool._release(self._slots, self.worker)
 
 
 def _now_iso() -> str:

@@ -74,7 +74,12 @@ from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.async_runner import AsyncRunner
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
-from serverless_retry_tools.local.functions import DEFAULT_MAX_CONCURRENCY, FunctionConfig, FunctionPool
+from serverless_retry_tools.local.functions import (
+    DEFAULT_MAX_CONCURRENCY,
+    FunctionConfig,
+    FunctionPool,
+    Lease,
+)
 from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
@@ -143,10 +148,10 @@ class _InFlight:
                 self._changed.wait(_MAPPING_REFRESH_SECONDS)
         return not stop.is_set()
 
-    def start(self, target: Callable[..., None], *args: Any, name: str) -> None:
+    def start(self, target: Callable[[], None], *, name: str) -> None:
         def run() -> None:
             try:
-                target(*args)
+                target()
             finally:
                 with self._changed:
                     self._running.discard(thread)
@@ -384,7 +389,15 @@ class Runtime:
                     # Receive only what can run now: a received message's visibility timeout is ticking.
                     if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
                         continue
-                    config = self._poll_once(sqs, mapping, flight) or config
+                    # ... and only with a warm worker in hand, for the same reason.
+                    lease = self.functions.lease(config)
+                    started: FunctionConfig | None = None
+                    try:
+                        started = self._poll_once(sqs, mapping, flight, lease)
+                    finally:
+                        if started is None:  # nothing received: the worker goes back to the pool
+                            lease.release()
+                    config = started or config
                 except Exception as exc:
                     self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
                     self._stop.wait(1.0)
@@ -398,8 +411,11 @@ class Runtime:
         maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return min(cap, int(maximum)) if maximum else cap
 
-    def _poll_once(self, sqs: Any, mapping: dict[str, Any], flight: _InFlight) -> FunctionConfig | None:
-        """Receive one batch and start it; returns the function's configuration when it received."""
+    def _poll_once(
+        self, sqs: Any, mapping: dict[str, Any], flight: _InFlight, lease: Lease
+    ) -> FunctionConfig | None:
+        """Receive one batch and start it with ``lease`` (which it then releases); returns the
+        function's configuration when it received."""
         queue_arn = mapping["EventSourceArn"]
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
@@ -409,12 +425,7 @@ class Runtime:
             return None
         config = self.functions.describe(mapping["FunctionArn"])
         flight.start(
-            self._run_batch,
-            sqs,
-            mapping,
-            config,
-            queue_url,
-            received,
+            lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
             name=f"esm-batch-{mapping['UUID'][:8]}",
         )
         return config
@@ -426,13 +437,17 @@ class Runtime:
         config: FunctionConfig,
         queue_url: str,
         received: list[dict[str, Any]],
+        *,
+        lease: Lease,
     ) -> None:
         try:
             # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
             for messages in split_by_payload(received, mapping["EventSourceArn"], self.region):
-                self._invoke_batch(sqs, mapping, config, queue_url, messages)
+                self._invoke_batch(sqs, mapping, config, queue_url, messages, lease=lease)
         except Exception as exc:  # the messages not deleted come back after their visibility timeout
             self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
+        finally:
+            lease.release()
 
     def _invoke_batch(
         self,
@@ -441,10 +456,12 @@ class Runtime:
         config: FunctionConfig,
         queue_url: str,
         messages: list[dict[str, Any]],
+        *,
+        lease: Lease,
     ) -> None:
         queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
-        result = self.functions.invoke(config.arn, event, config=config)
+        result = lease.invoke(config, event)
         verdict = judge_batch(
             [m["MessageId"] for m in messages],
             errored=not result.ok,
