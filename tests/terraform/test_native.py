@@ -10,7 +10,8 @@ import pytest
 from tests.terraform.conftest import MODULES, Runs, Workspace
 
 
-@pytest.fixture(scope="module")
+# Session-scoped: under xdist its tests spread across workers (see tests/conftest.py).
+@pytest.fixture(scope="session")
 def native_runs(workspace: Workspace) -> Iterator[Runs[str, subprocess.CompletedProcess[str]]]:
     runs = Runs(
         lambda m: workspace.terraform.run(["test", "-no-color"], workspace.dir(m), timeout=600), MODULES
