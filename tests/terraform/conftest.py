@@ -208,9 +208,10 @@ class Terraform:
 def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``terraform init``, one at a time across every process of the session (xdist workers too).
 
-    Without a lock file (the workspace copies none) each init re-installs the provider into the
-    shared plugin cache, and two doing so at once fail with "file exists". An init takes ~1 s when
-    the provider is already cached, so queueing them costs little.
+    The first init installs the provider into the shared plugin cache, and two doing so at once fail
+    with "file exists"; later ones link the cached provider (scripts/tf-env.sh's
+    TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE, tests/terraform/test_plugin_cache.py). An init
+    takes ~1 s when the provider is already cached, so queueing them costs little.
     """
     cache = Path(terraform.env.get("TF_PLUGIN_CACHE_DIR") or ROOT / "build" / "terraform")
     cache.mkdir(parents=True, exist_ok=True)
