@@ -205,19 +205,25 @@ class Terraform:
         return json.loads(text)
 
 
-def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``terraform init``, one at a time across every process of the session (xdist workers too).
+def _provider_cached(cache: Path) -> bool:
+    return any(cache.glob("registry.terraform.io/*/*/*/*"))
 
-    The first init installs the provider into the shared plugin cache, and two doing so at once fail
-    with "file exists"; later ones link the cached provider (scripts/tf-env.sh's
-    TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE, tests/terraform/test_plugin_cache.py). An init
-    takes ~1 s when the provider is already cached, so queueing them costs little.
+
+def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``terraform init``. The first one of the session (across xdist workers too) installs the
+    provider into the shared plugin cache, and two doing so at once fail with "file exists": that one
+    runs alone. Later ones only link the cached provider (scripts/tf-env.sh's
+    TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE, tests/terraform/test_plugin_cache.py) and run side
+    by side.
     """
     cache = Path(terraform.env.get("TF_PLUGIN_CACHE_DIR") or ROOT / "build" / "terraform")
     cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".serverless-retry-init.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return terraform.run(["init", "-no-color", *args], directory)
+    if not _provider_cached(cache):
+        with (cache / ".serverless-retry-init.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _provider_cached(cache):
+                return terraform.run(["init", "-no-color", *args], directory)
+    return terraform.run(["init", "-no-color", *args], directory)
 
 
 @dataclass(frozen=True)
@@ -247,7 +253,18 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
     for relative in COPIED:
         shutil.copytree(ROOT / relative, root / relative, ignore=ignore_state)
 
-    results = [(d, init(terraform, root / d, "-backend=false")) for d in TF_DIRS]
+    # The first init writes a lock file; with it in place the others skip hashing the provider
+    # (~1 s of CPU each: the package is hundreds of MB), and they run side by side.
+    first, *rest = TF_DIRS
+    results = [(first, init(terraform, root / first, "-backend=false"))]
+    lock_file = root / first / ".terraform.lock.hcl"
+    if lock_file.is_file():
+        for directory in rest:
+            shutil.copyfile(lock_file, root / directory / ".terraform.lock.hcl")
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results += zip(
+            rest, pool.map(lambda d: init(terraform, root / d, "-backend=false"), rest), strict=True
+        )
     failed = [(d, r) for d, r in results if r.returncode != 0]
     if failed:
         pytest.fail(
