@@ -5,6 +5,12 @@ _sr_mirror="${SERVERLESS_RETRY_TF_MIRROR:-/opt/tf-plugins}"
 mkdir -p "$_sr_root/build/terraform"
 export TF_PLUGIN_CACHE_DIR="${TF_PLUGIN_CACHE_DIR:-$_sr_root/build/terraform/plugin-cache}"
 mkdir -p "$TF_PLUGIN_CACHE_DIR"
+# The test workspaces and stacks carry no lock file, and without one every init installs the provider
+# into the cache again (its entry is removed and re-linked), so a plan reading it from another process
+# can find it missing ("could not read package directory"). With this, an init links what the cache
+# holds and leaves it alone. Only for our own runs: a lock file made this way has this platform's hash
+# only, which a user's own root should not get.
+export TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE="${TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE:-true}"
 export TF_IN_AUTOMATION=1
 export CHECKPOINT_DISABLE=1
 if [ -d "$_sr_mirror" ]; then

@@ -1,24 +1,39 @@
-"""Cross-tier sharing: each example stack is applied once per test run (see tests/terraform/stack.py).
+"""Cross-tier sharing, and how the suite splits across pytest-xdist workers.
 
-The applies start as soon as collection is done, in background threads, so they overlap the unit
-and functional tiers; the terraform and integration tiers then use the same applied stacks.
+Each example stack is applied once per test run (see tests/terraform/stack.py). The applies start as
+soon as collection is done, in background threads, so they overlap the unit and functional tiers;
+the terraform and integration tiers then use the same applied stacks.
+
+``./build.sh test`` runs ``-n 2 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
+Each test gets an xdist group when it must not be split from others (see ``_group``); the rest are
+handed out one at a time to whichever worker is free.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec
+from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
+
+# The workerinput key that tells xdist workers where the controller publishes the applied stacks.
+STACK_DIR = "serverless_retry_stack_dir"
+# Fixture scopes whose setup a file's tests share: such a file stays on one worker.
+SHARED_SCOPES = {"module", "class", "package"}
 
 
-def _stack_fixture(spec: StackSpec) -> Callable[[], Applied]:
+def _stack_fixture(spec: StackSpec) -> Callable[..., Applied]:
     @pytest.fixture(scope="session", name=spec.fixture)
-    def applied() -> Applied:
+    def applied(request: pytest.FixtureRequest) -> Applied:
         if shutil.which("terraform") is None:
             pytest.skip("terraform is not on PATH")
+        workerinput: dict[str, Any] | None = getattr(request.config, "workerinput", None)
+        if workerinput is not None:
+            return attach(spec, Path(workerinput[STACK_DIR]))
         return REGISTRY.get(spec).result()
 
     return applied
@@ -28,22 +43,70 @@ for _spec in STACKS:
     globals()[f"_{_spec.fixture}"] = _stack_fixture(_spec)
 
 
+def _stacks(item: pytest.Item) -> list[StackSpec]:
+    names = set(getattr(item, "fixturenames", ()))
+    return [spec for spec in STACKS if spec.fixture in names]
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group ``item`` must share a worker with, if any:
+
+    - ``stack-<name>``: every test of one applied stack, so they run one after the other (a test
+      that changes the stack restores it before the next one looks) next to the single apply;
+    - the test file, when its tests share a module- or class-scoped fixture (an emulator, a batch of
+      plans, a checkov scan): split across workers, that setup would run once on each of them.
+      Session-scoped fixtures are per worker anyway; the terraform tier's ``Runs`` are
+      session-scoped so that their tests spread out, each worker computing only its own keys.
+    """
+    stacks = _stacks(item)
+    assert len(stacks) <= 1, f"{item.nodeid} uses two stacks: they would not share a worker"
+    if stacks:
+        return group(stacks[0])
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        if defs and defs[-1].scope in SHARED_SCOPES:
+            return str(Path(str(item.fspath)).relative_to(Path(str(item.config.rootpath))))
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") != "loadgroup":
+        raise pytest.UsageError("this suite splits across workers with --dist loadgroup only")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as collected, so before xdist appends the groups to the node ids it reports.
+    name = _group(item)
+    if name is not None:
+        item.add_marker(pytest.mark.xdist_group(name))
+
+
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: only what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Start the applies the selected tests need, and run those tests last (in their order), so
-    every other tier overlaps the ~90 s applies instead of waiting for them."""
-    stack_fixtures = {spec.fixture for spec in STACKS}
-    wanted: set[str] = set()
-    late: list[pytest.Item] = []
-    for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        wanted.update(names)
-        if names & stack_fixtures:
-            late.append(item)
-    if not config.option.collectonly:
-        REGISTRY.start_wanted(wanted)
+    """Run the tests that use a stack last (in their order), so every other test overlaps the
+    applies instead of waiting for them, and start those applies (without xdist: here, now)."""
+    if getattr(config.option, "loadgroup", False):  # an xdist worker: its groups must have reached the ids
+        lost = [item.nodeid for item in items if _group(item) and "@" not in item.nodeid]
+        if lost:
+            raise pytest.UsageError(f"xdist dropped the groups of {lost[:3]}... (pytest-xdist#1386?)")
+    late = [item for item in items if _stacks(item)]
+    if not config.option.collectonly and not hasattr(config, "workerinput"):
+        REGISTRY.start([spec for spec in STACKS if any(spec in _stacks(item) for item in late)])
     moved = set(late)
     items[:] = [item for item in items if item not in moved] + late
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: tell each worker where the applied stacks are published."""
+    node.workerinput[STACK_DIR] = str(REGISTRY.directory(publish=True))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist controller: apply the stacks the collected tests use (their group ends their node id)
+    as soon as the first worker has collected, while the workers run everything else."""
+    REGISTRY.start([spec for spec in STACKS if any(i.endswith("@" + group(spec)) for i in ids)])
 
 
 def pytest_sessionfinish() -> None:

@@ -396,7 +396,9 @@ class RetryingConsumer:
                     and receive_count > 1
                     and not self._take(plan, counts, message_id, message_id, 0 if in_place else 1)
                 ):
-                    return False  # a redelivery whose handling already finished
+                    if group is not None and message_id in plan.failed:
+                        blocked[group] = None  # it goes back unclaimed: the rest of its group waits
+                    return False  # a redelivery whose handling already finished, or goes back
                 attempt = plan.repeat.get(message_id, receive_count) if in_place else 1
                 message = first_delivery(message_id, body, record, source, attempt)
         except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ

@@ -9,6 +9,7 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import boto3
 import pytest
@@ -195,6 +196,26 @@ def test_fifo_ordered_retries_in_place_and_holds_back_the_rest_of_the_group(
     timeouts = {e["ReceiptHandle"]: e["VisibilityTimeout"] for e in call["Entries"]}
     receipts = {m["Body"]: m["ReceiptHandle"] for m in messages}
     assert timeouts == {receipts["A-0"]: 30, receipts["A-1"]: 0, receipts["A-3"]: 0}
+
+
+def test_fifo_ordered_a_record_that_cannot_be_claimed_still_holds_its_group(
+    aws: None, clock: FrozenClock
+) -> None:
+    # The table is unreachable when a redelivered record needs its claim: that record goes back, and
+    # the later records of its group must go back with it, not overtake it.
+    stack = make_stack("ledger", fifo=True)
+    done: list[str] = []
+    consumer = make_consumer(stack, lambda m: done.append(m.body), FIXED_30, clock)
+    consumer.claims = mock.Mock(claim=mock.Mock(side_effect=ConnectionError("table unreachable")))
+    messages = fifo_batch(stack, ["A", "A", "B"])
+    ids = {m["Body"]: m["MessageId"] for m in messages}
+    event = event_from(messages, stack.queue_arn)
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "2"  # A-0 comes back
+
+    response = consumer(event)
+
+    assert failure_ids(response) == [ids["A-0"], ids["A-1"]]
+    assert done == ["B-2"]
 
 
 def test_fifo_unordered_retries_leave_the_group_through_the_scheduler(aws: None, clock: FrozenClock) -> None:

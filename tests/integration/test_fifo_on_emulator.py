@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from serverless_retry_tools.local.demo_queues import receive_all
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.schedules import parse_at
 
@@ -148,19 +149,7 @@ class Fifo:
         raise AssertionError(f"{order_id} was never accepted: {[line.record for line in self.lines]}")
 
     def drain(self, url: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        for _ in range(20):
-            got = self.sqs.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                VisibilityTimeout=43_200,
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not got:
-                break
-            found += got
-        return found
+        return receive_all(self.sqs, url, limit=200)
 
 
 def test_ordered_a_failing_message_holds_its_group_and_is_retried_in_place(

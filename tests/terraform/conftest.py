@@ -9,12 +9,16 @@ an initialised directory.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -79,6 +83,81 @@ def terraform_env() -> dict[str, str]:
     return env
 
 
+class SharedProvider:
+    """One AWS provider process for every mocked `terraform test` and `validate` of this pytest
+    process, which Terraform attaches to (TF_REATTACH_PROVIDERS, the provider's -debug mode)
+    instead of starting the provider again for each run block: a start costs ~1 s of CPU (its
+    schema), and the suite has ~300 such runs. Measured on the consumer module's 40 runs: 100 s and
+    ~48 s of CPU before, 15 s and ~16 s after.
+
+    Only those two commands attach, and `test` only when every test file of the directory mocks
+    the provider (``mock_provider "aws"``): they ask it for its schema and to validate, never to
+    configure, so concurrent Terraform processes cannot disturb one another. Plans and applies
+    against an emulator start a provider of their own, configured with that emulator's endpoint.
+    """
+
+    _REATTACH = re.compile(r"TF_REATTACH_PROVIDERS='(\{.*\})'")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reattach: str | None = None
+        self._log: Path | None = None
+
+    def env(self, args: Sequence[str], cwd: Path) -> dict[str, str]:
+        if not args or args[0] not in ("test", "validate") or not self._mocked(args, cwd):
+            return {}
+        binaries = sorted(
+            (cwd / ".terraform" / "providers").glob("*/hashicorp/aws/*/*/terraform-provider-aws*")
+        )
+        if not binaries:
+            return {}
+        with self._lock:
+            if self._reattach is None:
+                self._reattach = self._start(binaries[-1])
+        return {"TF_REATTACH_PROVIDERS": self._reattach}
+
+    @staticmethod
+    def _mocked(args: Sequence[str], cwd: Path) -> bool:
+        if args[0] == "validate":
+            return True
+        directory = next((a.split("=", 1)[1] for a in args if a.startswith("-test-directory=")), "tests")
+        files = list((cwd / directory).glob("*.tftest.hcl"))
+        return bool(files) and all('mock_provider "aws"' in f.read_text(encoding="utf-8") for f in files)
+
+    def _start(self, binary: Path) -> str:
+        log = self._log = Path(tempfile.mkstemp(prefix="serverless-retry-provider-", suffix=".log")[1])
+        # Its output goes to a file: a pipe nobody reads would fill and stop the provider.
+        with log.open("wb") as out:
+            self._proc = subprocess.Popen([str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT)
+        atexit.register(self.close)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self._proc.poll() is None:
+            found = self._REATTACH.search(log.read_text(encoding="utf-8", errors="replace"))
+            if found:
+                return found.group(1)
+            time.sleep(0.1)
+        raise AssertionError(
+            f"{binary} -debug printed no reattach line:\n{log.read_text(errors='replace')[-2000:]}"
+        )
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        self._reattach = None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.unlink(missing_ok=True)
+
+
+SHARED_PROVIDER = SharedProvider()
+
+
 @dataclass(frozen=True)
 class Terraform:
     env: Mapping[str, str]
@@ -95,7 +174,7 @@ class Terraform:
         return subprocess.run(
             ["terraform", *args],
             cwd=cwd,
-            env={**self.env, **(extra_env or {})},
+            env={**self.env, **SHARED_PROVIDER.env(args, cwd), **(extra_env or {})},
             input=stdin,
             capture_output=True,
             text=True,
@@ -126,18 +205,25 @@ class Terraform:
         return json.loads(text)
 
 
-def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``terraform init``, one at a time across every process of the session (xdist workers too).
+def _provider_cached(cache: Path) -> bool:
+    return any(cache.glob("registry.terraform.io/*/*/*/*"))
 
-    Without a lock file (the workspace copies none) each init re-installs the provider into the
-    shared plugin cache, and two doing so at once fail with "file exists". An init takes ~1 s when
-    the provider is already cached, so queueing them costs little.
+
+def init(terraform: Terraform, directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``terraform init``. The first one of the session (across xdist workers too) installs the
+    provider into the shared plugin cache, and two doing so at once fail with "file exists": that one
+    runs alone. Later ones only link the cached provider (scripts/tf-env.sh's
+    TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE, tests/terraform/test_plugin_cache.py) and run side
+    by side.
     """
     cache = Path(terraform.env.get("TF_PLUGIN_CACHE_DIR") or ROOT / "build" / "terraform")
     cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".serverless-retry-init.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return terraform.run(["init", "-no-color", *args], directory)
+    if not _provider_cached(cache):
+        with (cache / ".serverless-retry-init.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not _provider_cached(cache):
+                return terraform.run(["init", "-no-color", *args], directory)
+    return terraform.run(["init", "-no-color", *args], directory)
 
 
 @dataclass(frozen=True)
@@ -167,7 +253,18 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
     for relative in COPIED:
         shutil.copytree(ROOT / relative, root / relative, ignore=ignore_state)
 
-    results = [(d, init(terraform, root / d, "-backend=false")) for d in TF_DIRS]
+    # The first init writes a lock file; with it in place the others skip hashing the provider
+    # (~1 s of CPU each: the package is hundreds of MB), and they run side by side.
+    first, *rest = TF_DIRS
+    results = [(first, init(terraform, root / first, "-backend=false"))]
+    lock_file = root / first / ".terraform.lock.hcl"
+    if lock_file.is_file():
+        for directory in rest:
+            shutil.copyfile(lock_file, root / directory / ".terraform.lock.hcl")
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results += zip(
+            rest, pool.map(lambda d: init(terraform, root / d, "-backend=false"), rest), strict=True
+        )
     failed = [(d, r) for d, r in results if r.returncode != 0]
     if failed:
         pytest.fail(

@@ -1,11 +1,17 @@
 """Example stacks applied once per test run, shared by the terraform and integration tiers.
 
 Applying an example to the emulator takes ~90 s, nearly all of it the AWS provider's SQS attribute
-waiters sleeping. So each stack is applied once per pytest process, in a background thread started
-as soon as collection shows a test wants it (see ``tests/conftest.py``, which also runs the tests
-that use a stack last), while the other tiers run; a test that needs the stack waits for it then. Both tiers get the same emulator and outputs:
-the terraform tier checks what was created, the integration tier drives it with the local runtime
-(and restores whatever it changes).
+waiters sleeping. So each stack is applied once per test run, in a background thread started as
+soon as collection shows a test wants it (see ``tests/conftest.py``, which also runs the tests that
+use a stack last), while the other tiers run; a test that needs the stack waits for it then. Both
+tiers get the same emulator and outputs: the terraform tier checks what was created, the
+integration tier drives it with the local runtime (and restores whatever it changes).
+
+Under pytest-xdist the applies run in the controller process (it only waits for reports anyway),
+which writes each applied stack's description (emulator address and clock, outputs, directory) to
+``<stack dir>/<name>.json``; a worker's fixture waits for that file and attaches to the emulator.
+Every test of one stack is in one xdist group (``stack-<name>``), so they run one after the other
+on one worker, and a test that changes the stack has it to itself until it has restored it.
 
 Adding a stack is one line in ``STACKS``: its root, the fixture name tests ask for, its variables,
 and the clock scale its emulator runs on. The root is ``examples/<name>`` unless the spec names
@@ -16,12 +22,12 @@ another (a test fixture root); the package is ``dist/examples/<package or name>.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,14 +80,54 @@ class Applied:
     def client(self, service: str, **kwargs: Any) -> Any:
         return boto3.client(service, **self.emulator.client_kwargs(), **kwargs)  # type: ignore[call-overload]
 
+    def to_json(self) -> dict[str, Any]:
+        """What another process needs to use this stack (``from_json``): the emulator stays here."""
+        clock = self.emulator.clock
+        return {
+            "emulator": {
+                "url": self.emulator.url,
+                "region": self.emulator.region,
+                "clock_epoch": clock.epoch,
+                "clock_scale": clock.scale,
+                "patches": self.emulator.applied_patches,
+            },
+            "directory": str(self.directory),
+            "variables": self.variables,
+            "outputs": self.outputs,
+            "second_plan": {
+                "args": list(self.second_plan.args),
+                "returncode": self.second_plan.returncode,
+                "stdout": self.second_plan.stdout,
+                "stderr": self.second_plan.stderr,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, spec: StackSpec, data: dict[str, Any]) -> Applied:
+        plan = data["second_plan"]
+        return cls(
+            spec,
+            Emulator.attach(data["emulator"].pop("url"), **data["emulator"]),
+            Path(data["directory"]),
+            data["variables"],
+            data["outputs"],
+            subprocess.CompletedProcess(plan["args"], plan["returncode"], plan["stdout"], plan["stderr"]),
+        )
+
+
+def group(spec: StackSpec) -> str:
+    """The xdist group of every test that uses ``spec``'s stack."""
+    return f"stack-{spec.name}"
+
 
 class SharedStack:
     """One spec applied in a background thread to its own emulator; ``result()`` waits for it."""
 
-    def __init__(self, spec: StackSpec, terraform: Terraform, tmp: Path) -> None:
+    def __init__(self, spec: StackSpec, terraform: Terraform, tmp: Path, publish: Path | None = None) -> None:
         self.spec = spec
         self._terraform = terraform
         self._tmp = tmp
+        self._publish = publish  # where xdist workers read the outcome (None: this process only)
         self._emulator = Emulator(log_path=tmp / "emulator.log", clock_scale=spec.clock_scale)
         self._thread: threading.Thread | None = None
         self._applied: Applied | None = None
@@ -130,6 +176,14 @@ class SharedStack:
             self._applied = self._apply()
         except BaseException as exc:  # reported to every test that asks for the stack
             self._error = exc
+        if self._publish is not None:
+            outcome = (
+                self._applied.to_json() if self._applied else {"error": f"{self._error!r}\n{self._error}"}
+            )
+            # Written whole, then renamed: a waiting worker never reads half a file.
+            partial = self._publish.with_suffix(".partial")
+            partial.write_text(json.dumps(outcome), encoding="utf-8")
+            partial.rename(self._publish)
 
     def _apply(self) -> Applied:
         # The same layout as the repository, so a root's relative module sources resolve.
@@ -161,37 +215,39 @@ class SharedStack:
 
 
 class Registry:
-    """The stacks of one pytest process, each started at most once."""
+    """The stacks of one pytest process (the only one, or the xdist controller), each started at
+    most once; with ``publish`` set, each outcome is also written where xdist workers read it."""
 
     def __init__(self) -> None:
         self._stacks: dict[str, SharedStack] = {}
         self._lock = threading.Lock()
         self._tmp: Path | None = None
         self._terraform: Terraform | None = None
+        self._publish = False
+
+    def directory(self, *, publish: bool = False) -> Path:
+        with self._lock:
+            self._publish = self._publish or publish
+            if self._tmp is None:
+                self._tmp = Path(tempfile.mkdtemp(prefix="serverless-retry-stacks-"))
+            return self._tmp
 
     def get(self, spec: StackSpec) -> SharedStack:
+        tmp = self.directory()
         with self._lock:
             if spec.name not in self._stacks:
-                if self._tmp is None:
-                    self._tmp = Path(tempfile.mkdtemp(prefix="serverless-retry-stacks-"))
+                if self._terraform is None:
                     self._terraform = Terraform(terraform_env())
-                assert self._terraform is not None
-                tmp = self._tmp / spec.name
-                tmp.mkdir()
-                self._stacks[spec.name] = SharedStack(spec, self._terraform, tmp)
+                (tmp / spec.name).mkdir()
+                publish = tmp / f"{spec.name}.json" if self._publish else None
+                self._stacks[spec.name] = SharedStack(spec, self._terraform, tmp / spec.name, publish)
             return self._stacks[spec.name]
 
-    def start_wanted(self, fixturenames: set[str]) -> list[str]:
-        """Start the applies the collected tests will need; a no-op under pytest-xdist, where each
-        worker applies only what its own tests ask for, when they ask."""
-        if os.environ.get("PYTEST_XDIST_WORKER") or shutil.which("terraform") is None:
-            return []
-        started = []
-        for spec in STACKS:
-            if spec.fixture in fixturenames:
-                self.get(spec).start()
-                started.append(spec.name)
-        return started
+    def start(self, specs: list[StackSpec]) -> None:
+        if shutil.which("terraform") is None:
+            return
+        for spec in specs:
+            self.get(spec).start()
 
     def close(self) -> None:
         with self._lock:
@@ -201,6 +257,20 @@ class Registry:
             stack.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def attach(spec: StackSpec, directory: Path, timeout: float = 900) -> Applied:
+    """In an xdist worker: the stack the controller applies, once it has written its outcome."""
+    published = directory / f"{spec.name}.json"
+    deadline = time.monotonic() + timeout
+    while not published.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"applying {spec.root} took longer than {timeout:.0f} s (no {published})")
+        time.sleep(0.5)
+    outcome = json.loads(published.read_text(encoding="utf-8"))
+    if "error" in outcome:
+        raise AssertionError(f"applying {spec.root} failed: {outcome['error']}")
+    return Applied.from_json(spec, outcome)
 
 
 REGISTRY = Registry()

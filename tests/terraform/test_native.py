@@ -1,26 +1,74 @@
-"""Each module's native `terraform test` files (plan-level, mock provider)."""
+"""Each module's native `terraform test` files (plan-level, mock provider).
+
+The slow modules' files run in parts (tests/terraform/tftest_split.py), one test per part, so that
+the parts run side by side: across xdist workers, or in ``Runs``' pool in a single process.
+"""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 
 import pytest
 
-from tests.terraform.conftest import MODULES, Runs, Workspace
+from tests.terraform.conftest import MODULES, ROOT, Runs, Workspace
+from tests.terraform.tftest_split import split, top_level_blocks
+
+# Parts per module, for the ones whose runs take long (a plan of these modules takes ~2.5 s; one
+# terraform process costs ~6 s to start, so small modules stay whole). Measured on 2 cores, loaded:
+# consumer 40 runs ~100 s, self-healing 34 runs ~100 s, monitoring 26 ~60 s, queue 16 ~40 s.
+PARTS = {"modules/consumer": 3, "modules/self-healing": 3, "modules/monitoring": 2, "modules/queue": 2}
+CASES = [
+    (module, k)
+    for module in MODULES
+    for k in range(len(split(ROOT / module / "tests", PARTS.get(module, 1))))
+]
 
 
-@pytest.fixture(scope="module")
-def native_runs(workspace: Workspace) -> Iterator[Runs[str, subprocess.CompletedProcess[str]]]:
-    runs = Runs(
-        lambda m: workspace.terraform.run(["test", "-no-color"], workspace.dir(m), timeout=600), MODULES
-    )
+# Session-scoped: under xdist its tests spread across workers (see tests/conftest.py).
+@pytest.fixture(scope="session")
+def native_runs(
+    workspace: Workspace,
+) -> Iterator[Runs[tuple[str, int], tuple[int, subprocess.CompletedProcess[str]]]]:
+    def run(case: tuple[str, int]) -> tuple[int, subprocess.CompletedProcess[str]]:
+        module, k = case
+        part = split(workspace.dir(module) / "tests", PARTS.get(module, 1))[k]
+        part.write(workspace.dir(module) / f"tests-part-{k}")
+        result = workspace.terraform.run(
+            ["test", "-no-color", f"-test-directory=tests-part-{k}"], workspace.dir(module), timeout=600
+        )
+        return part.runs, result
+
+    runs = Runs(run, CASES)
     yield runs
     runs.close()
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_terraform_test_passes(native_runs: Runs[str, subprocess.CompletedProcess[str]], module: str) -> None:
-    result = native_runs[module]
+@pytest.mark.parametrize(("module", "part"), CASES, ids=[f"{m}-part{k + 1}" for m, k in CASES])
+def test_terraform_test_passes(
+    native_runs: Runs[tuple[str, int], tuple[int, subprocess.CompletedProcess[str]]], module: str, part: int
+) -> None:
+    count, result = native_runs[(module, part)]
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    assert ", 0 failed" in result.stdout, result.stdout
+    # Every run block of the part ran and passed: the parts of a module together run all of its.
+    assert f"Success! {count} passed, 0 failed." in result.stdout, result.stdout
+
+
+def test_the_parts_hold_every_run_block_once_with_its_files_other_blocks() -> None:
+    header = re.compile(r'^run\s+"([^"]+)"', re.MULTILINE)
+    for module in MODULES:
+        tests = ROOT / module / "tests"
+        files = {path.name: path.read_text(encoding="utf-8") for path in tests.glob("*.tftest.hcl")}
+        parts = split(tests, PARTS.get(module, 1))
+        runs = sorted((name, run) for name, text in files.items() for run in header.findall(text))
+        in_parts = sorted(
+            (name, run) for p in parts for name, text in p.files.items() for run in header.findall(text)
+        )
+        assert in_parts == runs, module
+        assert sum(p.runs for p in parts) == len(runs)
+        for p in parts:
+            for name, text in p.files.items():
+                for block in top_level_blocks(files[name]):
+                    if not header.search(block):
+                        assert block in text, (module, name, block)

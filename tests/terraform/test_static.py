@@ -24,7 +24,8 @@ def test_fmt_check(terraform: Terraform) -> None:
     assert result.returncode == 0, f"terraform fmt would change files:\n{result.stdout}{result.stderr}"
 
 
-@pytest.fixture(scope="module")
+# Session-scoped: under xdist its tests spread across workers (see tests/conftest.py).
+@pytest.fixture(scope="session")
 def validations(workspace: Workspace) -> Iterator[Runs[str, dict[str, Any]]]:
     def validate(relative: str) -> dict[str, Any]:
         result = workspace.terraform.run(["validate", "-json", "-no-color"], workspace.dir(relative))

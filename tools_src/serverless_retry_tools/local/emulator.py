@@ -92,6 +92,18 @@ class Emulator:
         self._clock_epoch = clock_epoch
         self._clock: ScaledClock | None = None
 
+    @classmethod
+    def attach(
+        cls, url: str, *, region: str, clock_epoch: float, clock_scale: float, patches: list[str]
+    ) -> Emulator:
+        """An emulator another process started and will stop (e.g. a test stack shared by pytest-xdist
+        workers): its address, region and clock, and no process of its own (``stop()`` leaves it)."""
+        emulator = cls(region=region, clock_scale=clock_scale, clock_epoch=clock_epoch)
+        emulator._url = url
+        emulator._clock = ScaledClock(epoch=clock_epoch, scale=clock_scale)
+        emulator.applied_patches = list(patches)
+        return emulator
+
     @property
     def url(self) -> str:
         if self._url is None:

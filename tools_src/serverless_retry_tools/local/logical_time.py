@@ -12,6 +12,10 @@ and nothing is converted on the way:
   the logical clock in that module only (other services keep real time).
 - A long poll wakes when its queue's next delayed or invisible message becomes receivable, not on
   moto's fixed one-second tick (which, multiplied by k, was most of the lateness at high scales).
+- One pass of ReceiveMessage over a queue sees one instant: moto reads the clock once per message
+  and again for the pending FIFO groups, so a message falling due during the pass could be skipped
+  while a later message of its group was handed out (AWS receives atomically; a group comes back in
+  order). The pass's clock is frozen per thread, and moves on only across a long poll's waits.
 - ``WaitTimeSeconds`` stays a real duration: it bounds how long an HTTP request is held, and the
   caller's read timeout is real. A long poll therefore returns at once when a message is due and
   otherwise after the same real wait as on AWS.
@@ -21,6 +25,7 @@ At k = 1 logical and real time coincide; only the prompt wake-up differs from mo
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -62,9 +67,13 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     from moto.sqs import models
 
     real_unix_time = core_utils.unix_time
+    scan = threading.local()  # .now: the instant of this thread's receive pass, or None
 
     def unix_time(dt: Any = None) -> float:
-        return real_unix_time(dt) if dt is not None else clock.now()
+        if dt is not None:
+            return real_unix_time(dt)
+        frozen: float | None = getattr(scan, "now", None)
+        return clock.now() if frozen is None else frozen
 
     def unix_time_millis(dt: Any = None) -> float:
         return unix_time(dt) * 1000.0
@@ -74,6 +83,15 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     original_receive = backend_cls.__dict__["receive_message"]
 
     def wait_for_messages(self: Any, timeout: int) -> None:
+        frozen = getattr(scan, "now", None) is not None
+        scan.now = None  # the wait is in moving time; the next pass is a new instant
+        try:
+            _wait(self, timeout)
+        finally:
+            if frozen:
+                scan.now = clock.now()
+
+    def _wait(self: Any, timeout: int) -> None:
         with self._messages_lock:
             if self.messages:
                 return
@@ -95,7 +113,11 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     ) -> Any:
         # moto measures the long poll on the (now logical) module clock: scale the real wait to it.
         logical_wait = wait_seconds_timeout * clock.scale if wait_seconds_timeout else 0
-        return original_receive(self, queue_name, count, logical_wait, *args, **kwargs)
+        scan.now = clock.now()
+        try:
+            return original_receive(self, queue_name, count, logical_wait, *args, **kwargs)
+        finally:
+            scan.now = None
 
     replaced: list[tuple[Any, str, Any]] = [
         (models, "unix_time", unix_time),

@@ -1,0 +1,112 @@
+"""One ReceiveMessage pass sees one instant (logical_time.install_logical_sqs), so a FIFO group comes
+back in order even when one of its messages falls due during the pass.
+
+Found by test_fifo_on_emulator under load (about one run in twelve): b1 failed and was hidden for
+its wait, b2 behind it was handed back; a later receive returned b2 *without* b1. moto reads the
+clock once per message when it lists the visible messages, and again when it recomputes the pending
+FIFO groups after a returning message; b1 fell due between the two readings, so it was neither in
+the list nor holding its group. AWS receives atomically. The clock here moves on at every reading,
+which is what a busy emulator at a high clock scale does, and the start of the pass is swept across
+the instant b1 falls due.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from serverless_retry_tools.local.logical_time import LogicalClock, install_logical_sqs
+from serverless_retry_tools.local.moto_patches import PatchContext, apply_patches
+from serverless_retry_tools.local.patching import Undo
+
+STEP = 0.05  # logical seconds between two readings of the clock
+SWEEP = 20  # readings: the pass starts from before a1 falls due to after b1 does
+GAPS = range(5)  # readings between a1's and b1's visibility changes
+
+
+class SteppingClock(LogicalClock):
+    """A logical clock that is ``STEP`` seconds later at every reading."""
+
+    def __init__(self) -> None:
+        super().__init__(epoch=1_800_000_000.0, scale=1.0)
+        object.__setattr__(self, "readings", 0)
+
+    def now(self) -> float:
+        readings: int = getattr(self, "readings")  # noqa: B009 - a frozen dataclass's own counter
+        object.__setattr__(self, "readings", readings + 1)
+        return self.epoch + readings * STEP
+
+
+def _on_moving_clock_without_one_instant(clock: LogicalClock) -> Undo:
+    """moto's SQS on the same moving clock, read afresh at every call (the defect)."""
+    from moto.sqs import models
+
+    saved = (models.unix_time, models.unix_time_millis)
+    models.unix_time = lambda dt=None: clock.now()  # type: ignore[assignment]
+    models.unix_time_millis = lambda dt=None: clock.now() * 1000.0  # type: ignore[assignment]
+
+    def undo() -> None:
+        models.unix_time, models.unix_time_millis = saved
+
+    return undo
+
+
+def _group_b_after_passes(install: Callable[[LogicalClock], Undo]) -> list[list[str]]:
+    """For each start of the pass: what one receive returns of group B, after b1 failed and b2 behind
+    it was handed back, while a1 of group A (hidden as long, from a few readings earlier) returns."""
+    seen: list[list[str]] = []
+    clock = SteppingClock()
+    undo_fidelity = apply_patches(["sqs_fifo_redelivers_group_last_first"], PatchContext(clock=clock))
+    undo_clock = install(clock)
+    try:
+        with mock_aws():
+            sqs: Any = boto3.client("sqs", region_name="us-east-1")
+            for gap, idle in itertools.product(GAPS, range(SWEEP)):
+                url = sqs.create_queue(
+                    QueueName=f"orders-{gap}-{idle}.fifo",
+                    Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+                )["QueueUrl"]
+                for body, group in (("a1", "A"), ("b1", "B"), ("b2", "B")):
+                    sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group)
+                batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)
+                handles = {m["Body"]: m["ReceiptHandle"] for m in batch["Messages"]}
+                assert sorted(handles) == ["a1", "b1", "b2"]
+                for body, seconds in (("a1", 1), ("b1", 1), ("b2", 0)):
+                    sqs.change_message_visibility(
+                        QueueUrl=url, ReceiptHandle=handles[body], VisibilityTimeout=seconds
+                    )
+                    for _ in range(gap if body == "a1" else 0):
+                        clock.now()
+                for _ in range(idle):
+                    clock.now()
+                again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+                seen.append([m["Body"] for m in again.get("Messages", []) if m["Body"].startswith("b")])
+    finally:
+        undo_clock()
+        undo_fidelity()
+    return seen
+
+
+def test_moving_clock_without_one_instant_hands_out_b2_before_b1() -> None:
+    assert ["b2"] in _group_b_after_passes(_on_moving_clock_without_one_instant)
+
+
+def test_a_receive_pass_sees_one_instant_and_keeps_the_group_in_order() -> None:
+    seen = _group_b_after_passes(install_logical_sqs)
+    assert all(got in ([], ["b1", "b2"]) for got in seen), seen
+    # The sweep crossed the instant b1 falls due.
+    assert [] in seen
+    assert ["b1", "b2"] in seen
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_patch() -> Iterator[None]:
+    from moto.sqs import models
+
+    before = (models.unix_time, models.SQSBackend.__dict__["receive_message"])
+    yield
+    assert (models.unix_time, models.SQSBackend.__dict__["receive_message"]) == before
