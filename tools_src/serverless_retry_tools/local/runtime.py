@@ -223,6 +223,10 @@ class Runtime:
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
         self._mappings: dict[str, dict[str, Any]] = {}
+        # Each mapped function as the mapping loop last described it: a poller reads it here rather
+        # than calling GetFunction between two receives (at x100 its ~10 ms are a logical second in
+        # which a message falling due waits). A new deployment is seen within one refresh.
+        self._configs: dict[str, FunctionConfig] = {}
         self._mappings_lock = threading.Lock()
         self._queue_urls: dict[str, str] = {}
         self._schedules: dict[str, _Schedule] = {}
@@ -341,8 +345,15 @@ class Runtime:
                     for mapping in page.get("EventSourceMappings", []):
                         if str(mapping.get("EventSourceArn", "")).split(":")[2:3] == ["sqs"]:
                             found[mapping["UUID"]] = mapping
+                configs: dict[str, FunctionConfig] = {}
+                for arn in {str(m["FunctionArn"]) for m in found.values()}:
+                    try:
+                        configs[arn] = self.functions.describe(arn)
+                    except Exception as exc:  # deleted meanwhile: its poller describes it itself
+                        self.emit("error", where=f"get_function {arn}", error=repr(exc))
                 with self._mappings_lock:
                     self._mappings = found
+                    self._configs = configs
                 for uuid in found:
                     if uuid not in self._pollers or not self._pollers[uuid].is_alive():
                         thread = threading.Thread(
@@ -357,6 +368,12 @@ class Runtime:
     def _mapping(self, uuid: str) -> dict[str, Any] | None:
         with self._mappings_lock:
             return self._mappings.get(uuid)
+
+    def _function_of(self, mapping: dict[str, Any]) -> FunctionConfig:
+        arn = str(mapping["FunctionArn"])
+        with self._mappings_lock:
+            config = self._configs.get(arn)
+        return config if config is not None else self.functions.describe(arn)
 
     def queue_url(self, sqs: Any, arn: str) -> str:
         if arn not in self._queue_urls:
@@ -386,7 +403,7 @@ class Runtime:
                     continue
                 try:
                     if config is None:  # before the first receive: see FunctionPool.prepare
-                        config = self.functions.describe(mapping["FunctionArn"])
+                        config = self._function_of(mapping)
                         self.functions.prepare(config)
                     # Receive only what can run now: a received message's visibility timeout is ticking.
                     if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
@@ -425,7 +442,7 @@ class Runtime:
         received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
         if not received:
             return None
-        config = self.functions.describe(mapping["FunctionArn"])
+        config = self._function_of(mapping)
         flight.start(
             lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
             name=f"esm-batch-{mapping['UUID'][:8]}",
