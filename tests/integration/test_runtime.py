@@ -152,8 +152,11 @@ def test_a_failed_invocation_returns_the_whole_batch_after_the_visibility_timeou
     run = Run(aws, tmp_path)
     assert run.until(lambda: run.runtime.stats["messages_deleted"] == 2 and aws.depth(url) == 0)
     batches = run.of("batch")
-    assert batches[0]["kept"] == batches[0]["size"] == 2, batches  # the whole batch failed
-    assert {"crash": "exit", "hang": "Task timed out", "raise": "boom"}[mode] in batches[0]["why"]
+    # The whole batch failed. Batches run concurrently: with a visibility timeout no longer than the
+    # function's, the redelivered batch can end before the hanging one is stopped, as on AWS.
+    (failed,) = [b for b in batches if b["why"]]
+    assert failed["kept"] == failed["size"] == 2, batches
+    assert {"crash": "exit", "hang": "Task timed out", "raise": "boom"}[mode] in failed["why"]
     assert sum(b["deleted"] for b in batches) == 2  # then each deleted exactly once
     seen = [line for line in aws.logs(function) if line.startswith("seen")]
     assert len(seen) >= 3  # the failing record was delivered twice

@@ -17,7 +17,8 @@ Nothing is lost on our side: the next attempt or the destination record is sent 
 message is deleted (a crash in between repeats the step: at least once, as Lambda). What AWS loses,
 the runner loses too, with a ``destination-failed`` event saying why (a FIFO queue or topic, a record
 too large: Lambda's DestinationDeliveryFailures). Several invocations run at once (different
-functions in parallel; one function's invocations one at a time, as the worker pool runs them).
+functions in parallel, and one function's up to its concurrency cap, each in a worker of its own: see
+:mod:`serverless_retry_tools.local.functions`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from serverless_retry_tools.local.functions import DEFAULT_MAX_CONCURRENCY
+
 __all__ = ["demo_defaults", "register"]
 
 
@@ -80,6 +82,15 @@ def register(subparsers: Any) -> None:
     local.add_argument("--no-destroy", action="store_true", help="skip terraform destroy at the end")
     local.add_argument("--quiet", action="store_true", help="do not echo the functions' log lines")
     local.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONCURRENCY,
+        metavar="N",
+        help="invocations of one function that run at once, each in its own worker process, below the "
+        f"function's reserved concurrency if lower; also caps an event source mapping's concurrent "
+        f"batches (default {DEFAULT_MAX_CONCURRENCY})",
+    )
+    local.add_argument(
         "--ready-file",
         metavar="PATH",
         help="once the apply is done and the pollers run, write JSON here: endpoint, region, the root's "
@@ -117,6 +128,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from serverless_retry_tools.local.demo import demo_main
 
     return demo_main(args)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -211,6 +229,7 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
                 work_dir=work_dir / "runtime",
                 on_event=on_event,
                 echo_logs=not args.quiet,
+                max_concurrency=args.max_concurrency,
             )
             runtime.start()
             if ready_file is not None:

@@ -1,12 +1,19 @@
 """Run deployed Lambda functions locally: read each function from the emulator (GetFunction: its
 configuration and, at ``Code.Location``, its zip), and invoke its handler in a worker process.
 
-Why a worker process per function rather than calling handlers in this process: functions must not
-see each other's environment variables or modules (two functions both import ``serverless_retry``
-from their own zips, at possibly different versions, and read their settings from ``os.environ``
-at import); a handler that hangs must be stoppable at its timeout; and a crash (``os._exit``, a
-segfault, a leaked thread) must cost one invocation, not the runtime. A worker is started on first
-use and kept warm, as Lambda keeps a sandbox; a new configuration or new code gets a new worker.
+Why worker processes rather than calling handlers in this process: functions must not see each
+other's environment variables or modules (two functions both import ``serverless_retry`` from their
+own zips, at possibly different versions, and read their settings from ``os.environ`` at import); a
+handler that hangs must be stoppable at its timeout; and a crash (``os._exit``, a segfault, a leaked
+thread) must cost one invocation, not the runtime. A worker is started on first use and kept warm,
+as Lambda keeps a sandbox; a new configuration or new code gets new workers.
+
+Concurrency. Like Lambda, a function runs several invocations at once, one per worker (a worker, like
+an execution environment, runs one invocation at a time): an idle warm worker is reused, a new one is
+started when all are busy, up to the function's cap = min(its reserved concurrency, if set, and the
+pool's ``max_concurrency``, default :data:`DEFAULT_MAX_CONCURRENCY`, sized for a small machine). An
+invocation beyond the cap waits for a worker to come free (where Lambda would throttle). A timeout or
+a crash stops only the worker that ran that invocation.
 """
 
 from __future__ import annotations
@@ -34,12 +41,25 @@ from typing import Any
 
 from serverless_retry_tools.local.lambda_python import resolve as resolve_python
 
-__all__ = ["FunctionConfig", "FunctionPool", "InvocationResult", "LogSink", "lambda_environment"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "FunctionConfig",
+    "FunctionPool",
+    "InvocationResult",
+    "Lease",
+    "LogSink",
+    "lambda_environment",
+]
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
 _COMPLETE = ".serverless-retry-complete"  # written last into a code directory
+# Workers per function unless the function's reserved concurrency is lower: each worker is a Python
+# process, and the runtime's machine may have two cores; Lambda itself starts an SQS mapping at five.
+DEFAULT_MAX_CONCURRENCY = 4
+_SLOT_WAIT_SECONDS = 0.5  # how often a waiting invocation checks that the pool is still open
+_INIT_TIMEOUT_SECONDS = 10.0  # Lambda's limit on an on-demand init phase
 
 LogSink = Callable[[str, str, str, str], None]  # (function name, log group, log stream, line)
 
@@ -61,6 +81,8 @@ class FunctionConfig:
     log_format: str
     log_level: str
     runtime: str
+    # Not part of the worker's identity: a changed reserved concurrency changes the cap, not the code.
+    reserved_concurrency: int | None = field(default=None, compare=False)
 
     @classmethod
     def from_get_function(cls, response: Mapping[str, Any]) -> FunctionConfig:
@@ -81,7 +103,13 @@ class FunctionConfig:
             log_format=logging_config.get("LogFormat") or "Text",
             log_level=logging_config.get("ApplicationLogLevel") or "",
             runtime=config.get("Runtime") or "",
+            reserved_concurrency=_reserved(response),
         )
+
+
+def _reserved(response: Mapping[str, Any]) -> int | None:
+    value = (response.get("Concurrency") or {}).get("ReservedConcurrentExecutions")
+    return int(value) if value is not None else None
 
 
 def lambda_environment(
@@ -136,7 +164,7 @@ class InvocationResult:
         return f"{self.error.get('errorType', 'Error')}: {self.error.get('errorMessage', '')}"
 
 
-@dataclass
+@dataclass(eq=False)  # a worker is itself: kept in sets by identity
 class _Worker:
     config: FunctionConfig
     proc: subprocess.Popen[str]
@@ -150,8 +178,18 @@ class _Worker:
         return self.proc.poll() is None
 
 
+@dataclass
+class _Slots:
+    """One function's workers: the idle ones, and how many invocations are running."""
+
+    ready: threading.Condition = field(default_factory=threading.Condition)
+    idle: list[_Worker] = field(default_factory=list)
+    busy: int = 0
+
+
 class FunctionPool:
-    """Warm workers, one per function, created from the emulator's state on demand."""
+    """Warm workers per function, created from the emulator's state on demand; up to
+    :meth:`capacity` of one function's invocations run at once, each in its own worker."""
 
     def __init__(
         self,
@@ -164,7 +202,11 @@ class FunctionPool:
         python: str | None = None,
         libs: list[str] | None = None,
         on_warning: Callable[[str, str], None] | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        self.max_concurrency = max_concurrency
         self._lambda = lambda_client
         self._work_dir = work_dir
         self._region = region
@@ -175,8 +217,8 @@ class FunctionPool:
         self._python = python
         self._libs = libs
         self._on_warning = on_warning
-        self._workers: dict[str, _Worker] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._slots: dict[str, _Slots] = {}
+        self._live: set[_Worker] = set()  # every started worker not yet stopped, for close()
         self._pool_lock = threading.Lock()
         self._code_locks: dict[str, threading.Lock] = {}
         self._closed = False
@@ -226,6 +268,12 @@ class FunctionPool:
         return target
 
     # -- workers ------------------------------------------------------------------------------------
+    def prepare(self, config: FunctionConfig) -> None:
+        """Unpack the function's code and find its Python (a first use may install boto3 for it),
+        so that a batch received next does not spend its visibility timeout on that."""
+        self._code_dir(config)
+        self._interpreter(config)
+
     def _start(self, config: FunctionConfig) -> _Worker:
         task_root = str(self._code_dir(config))
         stamp = datetime.now(UTC).strftime("%Y/%m/%d")
@@ -300,18 +348,45 @@ class FunctionPool:
         if self._log_sink is not None:
             self._log_sink(worker.config.name, worker.config.log_group, worker.log_stream, line)
 
-    def _worker_for(self, config: FunctionConfig) -> _Worker:
-        current = self._workers.get(config.arn)
-        if current is not None and current.config == config and current.alive():
-            return current
-        if current is not None:
-            self._stop_worker(current)
-        worker = self._start(config)
-        self._workers[config.arn] = worker
-        return worker
+    def capacity(self, config: FunctionConfig) -> int:
+        """How many of this function's invocations may run at once."""
+        reserved = config.reserved_concurrency
+        if reserved is not None and reserved >= 1:
+            return min(reserved, self.max_concurrency)
+        return self.max_concurrency
 
-    @staticmethod
-    def _stop_worker(worker: _Worker) -> None:
+    def _acquire(self, config: FunctionConfig) -> tuple[_Slots, _Worker | None]:
+        """Wait for a free slot; return it with an idle worker of this configuration, if any."""
+        with self._pool_lock:
+            slots = self._slots.setdefault(config.arn, _Slots())
+        with slots.ready:
+            while slots.busy >= self.capacity(config):
+                if self._closed:
+                    raise RuntimeError("the function pool is closed")
+                slots.ready.wait(_SLOT_WAIT_SECONDS)
+            slots.busy += 1
+            # Workers of older code or configuration, or that died while idle, are done with.
+            fresh = [w for w in slots.idle if w.config == config and w.alive()]
+            stale = [w for w in slots.idle if w not in fresh]
+            worker = fresh.pop() if fresh else None
+            slots.idle = fresh
+        for old in stale:
+            self._stop_worker(old)
+        return slots, worker
+
+    def _release(self, slots: _Slots, worker: _Worker | None) -> None:
+        keep = worker is not None and worker.alive() and not self._closed
+        with slots.ready:
+            slots.busy -= 1
+            if keep and worker is not None:
+                slots.idle.append(worker)
+            slots.ready.notify()
+        if worker is not None and not keep:
+            self._stop_worker(worker)
+
+    def _stop_worker(self, worker: _Worker) -> None:
+        with self._pool_lock:
+            self._live.discard(worker)
         if worker.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 worker.proc.stdin.close()
@@ -332,16 +407,52 @@ class FunctionPool:
         config: FunctionConfig | None = None,
         request_id: str | None = None,
     ) -> InvocationResult:
-        """Invoke synchronously (RequestResponse); one invocation at a time per function. An async
-        invocation passes its ``request_id`` (the same on each of Lambda's retries)."""
+        """Invoke synchronously (RequestResponse) in an idle or new worker of the function, waiting
+        while :meth:`capacity` invocations of it are running. An async invocation passes its
+        ``request_id`` (the same on each of Lambda's retries)."""
         if self._closed:
             raise RuntimeError("the function pool is closed")
         config = config or self.describe(function)
+        lease = self.lease(config, warm=False)
+        try:
+            return lease.invoke(config, event, request_id)
+        finally:
+            lease.release()
+
+    def lease(self, config: FunctionConfig, *, warm: bool = True) -> Lease:
+        """Hold one of the function's slots (waiting while :meth:`capacity` are held) with an idle
+        worker or, ``warm``, a new one whose handler is already imported: an event source mapping
+        takes one before it receives, so a batch's visibility timeout is not spent starting Python.
+        The caller must :meth:`Lease.release` it."""
+        slots, worker = self._acquire(config)
+        lease = Lease(self, slots, worker)
+        if worker is None and warm:
+            try:
+                lease.worker = self._started(config)
+                if not self._warm(lease.worker):
+                    self._stop_worker(lease.worker)
+                    lease.worker = None  # its invocation starts another, and reports the init error
+            except BaseException:
+                lease.release()
+                raise
+        return lease
+
+    def _started(self, config: FunctionConfig) -> _Worker:
+        worker = self._start(config)
         with self._pool_lock:
-            lock = self._locks.setdefault(config.arn, threading.Lock())
-        with lock:
-            worker = self._worker_for(config)
-            return self._invoke(worker, event, request_id)
+            self._live.add(worker)
+        return worker
+
+    def _warm(self, worker: _Worker) -> bool:
+        """Run the worker's init phase; False when it failed, took too long or the worker died."""
+        try:
+            assert worker.proc.stdin is not None
+            worker.proc.stdin.write(json.dumps({"request_id": f"init-{uuid.uuid4()}", "init": True}) + "\n")
+            worker.proc.stdin.flush()
+            reply = worker.results.get(timeout=_INIT_TIMEOUT_SECONDS)
+        except (queue.Empty, OSError):
+            return False
+        return reply is not None and bool(reply.get("ok"))
 
     def _invoke(self, worker: _Worker, event: Any, request_id: str | None = None) -> InvocationResult:
         config = worker.config
@@ -396,7 +507,8 @@ class FunctionPool:
                     self._stop_worker(worker)
         worker.sentinels.pop(request_id, None)
         result.duration_ms = (time.monotonic() - started) * 1000
-        self.invocations += 1
+        with self._pool_lock:
+            self.invocations += 1
         self._log(worker, f"END RequestId: {request_id}")
         self._log(
             worker,
@@ -408,9 +520,33 @@ class FunctionPool:
     def close(self) -> None:
         self._closed = True
         with self._pool_lock:
-            workers, self._workers = list(self._workers.values()), {}
+            workers = list(self._live)
         for worker in workers:
             self._stop_worker(worker)
+
+
+class Lease:
+    """One held slot of a function, with its worker (None: started at the first invocation)."""
+
+    def __init__(self, pool: FunctionPool, slots: _Slots, worker: _Worker | None) -> None:
+        self._pool = pool
+        self._slots = slots
+        self.worker = worker
+        self._released = False
+
+    def invoke(self, config: FunctionConfig, event: Any, request_id: str | None = None) -> InvocationResult:
+        worker = self.worker
+        if worker is not None and (worker.config != config or not worker.alive()):
+            self._pool._stop_worker(worker)  # new code or configuration, or it crashed or timed out
+            worker = self.worker = None
+        if worker is None:
+            worker = self.worker = self._pool._started(config)
+        return self._pool._invoke(worker, event, request_id)
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._pool._release(self._slots, self.worker)
 
 
 def _now_iso() -> str:

@@ -6,14 +6,22 @@ UpdateEventSourceMapping, and the runtime follows.
 
 Event source mappings. One poller thread per enabled mapping on an SQS queue receives up to its
 BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batch), with the
-queue's own visibility timeout, and invokes the mapped function (see
-:mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, a worker
-process per function, the function's timeout). It then applies Lambda's rules for the answer
+queue's own visibility timeout, and hands the batch to the mapped function (see
+:mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, worker
+processes, the function's timeout). As Lambda's pollers do, it goes on receiving while batches run:
+up to min(ScalingConfig.MaximumConcurrency, if set, and the function's concurrency cap: its reserved
+concurrency and the runtime's ``max_concurrency``) batches of one mapping are in flight, and it
+receives no more than that (a received message's visibility timeout is running), each receive with
+a warm worker in hand (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
+than starting Python and importing a handler under load). A FIFO queue's
+batches run concurrently across message groups; SQS hands out no message of a group that has one in
+flight, so a group stays in order. Each batch then gets Lambda's rules for the answer
 (:func:`serverless_retry_tools.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
 and the whole batch when the handler raised, timed out or crashed, are left alone, so the visibility
 timeout brings them back and the queue's redrive policy moves them to its DLQ after
 maxReceiveCount receives. Not emulated: FilterCriteria (a mapping with one is skipped, with a
-warning) and concurrency above one invocation at a time per function.
+warning) and Lambda's scaling above the runtime's cap (it starts at five batches and adds up to 300
+concurrent pollers a minute; here the cap is reached at once).
 
 Schedules. Every group is listed; an ENABLED schedule with an ``at()`` expression fires once the
 logical time reaches it. Its Target.Input goes to Target.Arn: SQS SendMessage (with
@@ -68,7 +76,12 @@ from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.async_runner import AsyncRunner
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
-from serverless_retry_tools.local.functions import FunctionPool
+from serverless_retry_tools.local.functions import (
+    DEFAULT_MAX_CONCURRENCY,
+    FunctionConfig,
+    FunctionPool,
+    Lease,
+)
 from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
@@ -121,6 +134,43 @@ class _Schedule:
     settled: bool = False
 
 
+class _InFlight:
+    """The batches of one event source mapping that are running, each in a thread of its own."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running: set[threading.Thread] = set()
+
+    def wait_below(self, limit: int, stop: threading.Event) -> bool:
+        """Wait until fewer than ``limit`` batches run (True), or a stop (False)."""
+        with self._changed:
+            while len(self._running) >= limit:
+                if stop.is_set():
+                    return False
+                self._changed.wait(_MAPPING_REFRESH_SECONDS)
+        return not stop.is_set()
+
+    def start(self, target: Callable[[], None], *, name: str) -> None:
+        def run() -> None:
+            try:
+                target()
+            finally:
+                with self._changed:
+                    self._running.discard(thread)
+                    self._changed.notify_all()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        with self._changed:
+            self._running.add(thread)
+        thread.start()
+
+    def drain(self) -> None:
+        with self._changed:
+            running = list(self._running)
+        for thread in running:
+            thread.join()
+
+
 class Runtime:
     """Runs event source mappings and schedules of the emulator at ``endpoint_url`` until stopped."""
 
@@ -134,7 +184,10 @@ class Runtime:
         on_event: Callable[[RuntimeEvent], None] | None = None,
         echo_logs: bool = False,
         log_tap: Callable[[str, str], None] | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
+        """``max_concurrency``: how many invocations of one function may run at once (each in its own
+        worker process), below the function's reserved concurrency if that is lower."""
         self.endpoint_url = endpoint_url
         self.region = region
         self.work_dir = work_dir
@@ -162,6 +215,7 @@ class Runtime:
             },
             log_sink=self.logs,
             on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
+            max_concurrency=max_concurrency,
         )
         self._stop = threading.Event()
         self.pipes = PipeRunner(self, self._stop)
@@ -169,6 +223,10 @@ class Runtime:
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
         self._mappings: dict[str, dict[str, Any]] = {}
+        # Each mapped function as the mapping loop last described it: a poller reads it here rather
+        # than calling GetFunction between two receives (at x100 its ~10 ms are a logical second in
+        # which a message falling due waits). A new deployment is seen within one refresh.
+        self._configs: dict[str, FunctionConfig] = {}
         self._mappings_lock = threading.Lock()
         self._queue_urls: dict[str, str] = {}
         self._schedules: dict[str, _Schedule] = {}
@@ -287,8 +345,15 @@ class Runtime:
                     for mapping in page.get("EventSourceMappings", []):
                         if str(mapping.get("EventSourceArn", "")).split(":")[2:3] == ["sqs"]:
                             found[mapping["UUID"]] = mapping
+                configs: dict[str, FunctionConfig] = {}
+                for arn in {str(m["FunctionArn"]) for m in found.values()}:
+                    try:
+                        configs[arn] = self.functions.describe(arn)
+                    except Exception as exc:  # deleted meanwhile: its poller describes it itself
+                        self.emit("error", where=f"get_function {arn}", error=repr(exc))
                 with self._mappings_lock:
                     self._mappings = found
+                    self._configs = configs
                 for uuid in found:
                     if uuid not in self._pollers or not self._pollers[uuid].is_alive():
                         thread = threading.Thread(
@@ -304,6 +369,12 @@ class Runtime:
         with self._mappings_lock:
             return self._mappings.get(uuid)
 
+    def _function_of(self, mapping: dict[str, Any]) -> FunctionConfig:
+        arn = str(mapping["FunctionArn"])
+        with self._mappings_lock:
+            config = self._configs.get(arn)
+        return config if config is not None else self.functions.describe(arn)
+
     def queue_url(self, sqs: Any, arn: str) -> str:
         if arn not in self._queue_urls:
             _, _, _, _, account, name = arn.split(":", 5)
@@ -314,42 +385,102 @@ class Runtime:
 
     def _poll_mapping(self, uuid: str) -> None:
         sqs = self.client("sqs")
-        while not self._stop.is_set():
-            mapping = self._mapping(uuid)
-            if mapping is None:
-                return  # deleted
-            if mapping.get("State") not in ("Enabled", "Enabling", "Updating", None):
-                self._stop.wait(_MAPPING_REFRESH_SECONDS)
-                continue
-            if mapping.get("FilterCriteria"):
-                self.warn_once(uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped")
-                self._stop.wait(_MAPPING_REFRESH_SECONDS)
-                continue
-            try:
-                self._poll_once(sqs, mapping)
-            except Exception as exc:
-                self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
-                self._stop.wait(1.0)
+        flight = _InFlight()
+        config: FunctionConfig | None = None  # the function as last described, for its cap
+        try:
+            while not self._stop.is_set():
+                mapping = self._mapping(uuid)
+                if mapping is None:
+                    return  # deleted
+                if mapping.get("State") not in ("Enabled", "Enabling", "Updating", None):
+                    self._stop.wait(_MAPPING_REFRESH_SECONDS)
+                    continue
+                if mapping.get("FilterCriteria"):
+                    self.warn_once(
+                        uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped"
+                    )
+                    self._stop.wait(_MAPPING_REFRESH_SECONDS)
+                    continue
+                try:
+                    if config is None:  # before the first receive: see FunctionPool.prepare
+                        config = self._function_of(mapping)
+                        self.functions.prepare(config)
+                    # Receive only what can run now: a received message's visibility timeout is ticking.
+                    if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
+                        continue
+                    # ... and only with a warm worker in hand, for the same reason.
+                    lease = self.functions.lease(config)
+                    started: FunctionConfig | None = None
+                    try:
+                        started = self._poll_once(sqs, mapping, flight, lease)
+                    finally:
+                        if started is None:  # nothing received: the worker goes back to the pool
+                            lease.release()
+                    config = started or config
+                except Exception as exc:
+                    self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
+                    self._stop.wait(1.0)
+        finally:
+            flight.drain()  # a stop lets the running batches finish (each within its function's timeout)
 
-    def _poll_once(self, sqs: Any, mapping: dict[str, Any]) -> None:
+    def _batch_limit(self, mapping: dict[str, Any], config: FunctionConfig | None) -> int:
+        """Batches of this mapping that may run at once: ScalingConfig.MaximumConcurrency (2-1000)
+        when set, never above what the function may run (reserved concurrency, the runtime's cap)."""
+        cap = self.functions.capacity(config) if config is not None else self.functions.max_concurrency
+        maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
+        return min(cap, int(maximum)) if maximum else cap
+
+    def _poll_once(
+        self, sqs: Any, mapping: dict[str, Any], flight: _InFlight, lease: Lease
+    ) -> FunctionConfig | None:
+        """Receive one batch and start it with ``lease`` (which it then releases); returns the
+        function's configuration when it received."""
         queue_arn = mapping["EventSourceArn"]
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
         window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
         received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
         if not received:
-            return
-        config = self.functions.describe(mapping["FunctionArn"])
-        # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
-        for messages in split_by_payload(received, queue_arn, self.region):
-            self._invoke_batch(sqs, mapping, config, queue_url, messages)
+            return None
+        config = self._function_of(mapping)
+        flight.start(
+            lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
+            name=f"esm-batch-{mapping['UUID'][:8]}",
+        )
+        return config
+
+    def _run_batch(
+        self,
+        sqs: Any,
+        mapping: dict[str, Any],
+        config: FunctionConfig,
+        queue_url: str,
+        received: list[dict[str, Any]],
+        *,
+        lease: Lease,
+    ) -> None:
+        try:
+            # A synchronous invocation carries at most 6 MB: a larger batch goes in several invocations.
+            for messages in split_by_payload(received, mapping["EventSourceArn"], self.region):
+                self._invoke_batch(sqs, mapping, config, queue_url, messages, lease=lease)
+        except Exception as exc:  # the messages not deleted come back after their visibility timeout
+            self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
+        finally:
+            lease.release()
 
     def _invoke_batch(
-        self, sqs: Any, mapping: dict[str, Any], config: Any, queue_url: str, messages: list[dict[str, Any]]
+        self,
+        sqs: Any,
+        mapping: dict[str, Any],
+        config: FunctionConfig,
+        queue_url: str,
+        messages: list[dict[str, Any]],
+        *,
+        lease: Lease,
     ) -> None:
         queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
-        result = self.functions.invoke(config.arn, event, config=config)
+        result = lease.invoke(config, event)
         verdict = judge_batch(
             [m["MessageId"] for m in messages],
             errored=not result.ok,

@@ -15,7 +15,9 @@ Protocol: one JSON object per line on stdin (``{"request_id", "event", "deadline
 {"errorType", "errorMessage", "stackTrace"}, "fatal": bool}``. stdout and stderr are the function's
 log output; after each invocation the worker prints ``--sentinel`` and the request id, so the
 runtime knows the invocation's output is complete. After a fatal (init) error the worker exits, as Lambda discards a sandbox whose init
-failed.
+failed. A request ``{"request_id", "init": true}`` only imports the handler (Lambda's init phase)
+and answers ``{"request_id", "ok": true, "init": true}``, so the runtime can warm a worker before
+it receives the messages the worker will run.
 """
 
 from __future__ import annotations
@@ -138,6 +140,15 @@ def main(argv: list[str] | None = None) -> int:
         request = json.loads(line)
         _current["request_id"] = request["request_id"]
         reply: dict[str, Any] = {"request_id": request["request_id"]}
+        if request.get("init"):
+            try:
+                handler = handler or _load_handler(os.environ["_HANDLER"])
+            except Exception as exc:
+                traceback.print_exc()
+                results.write(json.dumps({**reply, "ok": False, "error": _error(exc), "fatal": True}) + "\n")
+                return 1
+            results.write(json.dumps({**reply, "ok": True, "init": True}) + "\n")
+            continue
         fatal = False
         try:
             if handler is None:
