@@ -13,6 +13,8 @@ the instant b1 falls due.
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -110,3 +112,45 @@ def _no_leftover_patch() -> Iterator[None]:
     before = (models.unix_time, models.SQSBackend.__dict__["receive_message"])
     yield
     assert (models.unix_time, models.SQSBackend.__dict__["receive_message"]) == before
+
+
+def test_a_long_poll_does_not_hand_out_a_group_that_another_receiver_took_meanwhile() -> None:
+    # The runtime receives from one queue on several threads (concurrent batches of a mapping). moto
+    # took the groups in flight once per call, so a long poll that began on an empty queue handed out
+    # b2 after another receiver had taken b1, ahead of it in the group. On AWS the group is locked.
+    from moto.sqs import models
+
+    clock = LogicalClock(epoch=time.time(), scale=1.0)
+    undo_fidelity = apply_patches(["sqs_fifo_redelivers_group_last_first"], PatchContext(clock=clock))
+    undo_clock = install_logical_sqs(clock)
+    real_wait = models.Queue.wait_for_messages
+    meanwhile: list[str] = []
+    try:
+        with mock_aws():
+            sqs: Any = boto3.client("sqs", region_name="us-east-1")
+            url = sqs.create_queue(
+                QueueName="orders.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+            )["QueueUrl"]
+
+            def other_receiver() -> None:
+                other: Any = boto3.client("sqs", region_name="us-east-1")
+                other.send_message(QueueUrl=url, MessageBody="b1", MessageGroupId="B")
+                taken = other.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=60)
+                meanwhile.extend(m["Body"] for m in taken["Messages"])
+                other.send_message(QueueUrl=url, MessageBody="b2", MessageGroupId="B")
+
+            def wait_for_messages(self: Any, timeout: float) -> None:
+                if not meanwhile:  # the first wait of the long poll: another receiver acts
+                    thread = threading.Thread(target=other_receiver)
+                    thread.start()
+                    thread.join(timeout=30)
+                real_wait(self, timeout)
+
+            models.Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    finally:
+        models.Queue.wait_for_messages = real_wait  # type: ignore[method-assign]
+        undo_clock()
+        undo_fidelity()
+    assert meanwhile == ["b1"]
+    assert [m["Body"] for m in got.get("Messages", [])] == []  # b1 is in flight: group B waits

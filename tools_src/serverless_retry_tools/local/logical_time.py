@@ -12,10 +12,13 @@ and nothing is converted on the way:
   the logical clock in that module only (other services keep real time).
 - A long poll wakes when its queue's next delayed or invisible message becomes receivable, not on
   moto's fixed one-second tick (which, multiplied by k, was most of the lateness at high scales).
-- One pass of ReceiveMessage over a queue sees one instant: moto reads the clock once per message
-  and again for the pending FIFO groups, so a message falling due during the pass could be skipped
-  while a later message of its group was handed out (AWS receives atomically; a group comes back in
-  order). The pass's clock is frozen per thread, and moves on only across a long poll's waits.
+- A ReceiveMessage pass over a queue is atomic, as on AWS: it sees one instant (moto reads the clock
+  once per message and again for the FIFO groups in flight, so a message falling due in between
+  could be skipped while a later one of its group was handed out), no other pass of that queue runs
+  beside it (the runtime receives from one queue on several threads), and each pass takes the groups
+  in flight afresh (moto takes them once per call, so a long poll that began before another receiver
+  took a group's message could hand out the next one). The long poll is therefore ours: passes of
+  moto's receive with no wait, under the queue's lock, and waits between them.
 - ``WaitTimeSeconds`` stays a real duration: it bounds how long an HTTP request is held, and the
   caller's read timeout is real. A long poll therefore returns at once when a message is due and
   otherwise after the same real wait as on AWS.
@@ -39,8 +42,10 @@ CLOCK_ROUTE = "/_serverless_retry/clock"
 
 # A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
 _WAKE_MARGIN_SECONDS = 0.0005
-# moto's receive loop asks for one-second waits; never sleep longer than that in one go.
+# Never sleep longer than this in one go between two passes of a long poll.
 _MAX_WAIT_SECONDS = 1.0
+# A queue's lock for its receive passes, kept on the moto Queue object.
+_PASS_LOCK = "_serverless_retry_pass_lock"
 
 
 @dataclass(frozen=True)
@@ -82,16 +87,7 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     backend_cls = models.SQSBackend
     original_receive = backend_cls.__dict__["receive_message"]
 
-    def wait_for_messages(self: Any, timeout: int) -> None:
-        frozen = getattr(scan, "now", None) is not None
-        scan.now = None  # the wait is in moving time; the next pass is a new instant
-        try:
-            _wait(self, timeout)
-        finally:
-            if frozen:
-                scan.now = clock.now()
-
-    def _wait(self: Any, timeout: int) -> None:
+    def wait_for_messages(self: Any, timeout: float) -> None:
         with self._messages_lock:
             if self.messages:
                 return
@@ -111,13 +107,20 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     def receive_message(
         self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
     ) -> Any:
-        # moto measures the long poll on the (now logical) module clock: scale the real wait to it.
-        logical_wait = wait_seconds_timeout * clock.scale if wait_seconds_timeout else 0
-        scan.now = clock.now()
-        try:
-            return original_receive(self, queue_name, count, logical_wait, *args, **kwargs)
-        finally:
-            scan.now = None
+        queue = self.get_queue(queue_name)
+        lock = queue.__dict__.get(_PASS_LOCK) or queue.__dict__.setdefault(_PASS_LOCK, threading.Lock())
+        end = time.monotonic() + (wait_seconds_timeout or 0)  # WaitTimeSeconds: real seconds
+        while True:
+            with lock:
+                scan.now = clock.now()
+                try:
+                    result = original_receive(self, queue_name, count, 0, *args, **kwargs)
+                finally:
+                    scan.now = None
+            left = end - time.monotonic()
+            if result or left <= 0:
+                return result
+            queue.wait_for_messages(left)
 
     replaced: list[tuple[Any, str, Any]] = [
         (models, "unix_time", unix_time),
