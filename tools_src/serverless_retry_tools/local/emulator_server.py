@@ -13,6 +13,7 @@ connections, then serves until it reads EOF on stdin (its parent is gone) or get
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import signal
@@ -101,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     apply_patches(names, PatchContext(server_url=url, clock=clock))
     applied = list(PATCHES) if names is None else names
     install_logical_sqs(clock)
+    # At x100 a real millisecond is a logical tenth of a second: a full garbage collection of moto's
+    # many long-lived objects (tens of ms) would stall every long poll past its message's due time.
+    # Startup's objects are frozen out of collection, and collections of new ones come less often.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
 
     def shutdown(*_: Any) -> None:
         # shutdown() blocks until serve_forever returns, so never call it on the serving thread.
