@@ -386,7 +386,7 @@ class Runtime:
     def _poll_mapping(self, uuid: str) -> None:
         sqs = self.client("sqs")
         flight = _InFlight()
-        config: FunctionConfig | None = None  # the function as last described, for its cap
+        prepared: FunctionConfig | None = None
         try:
             while not self._stop.is_set():
                 mapping = self._mapping(uuid)
@@ -402,52 +402,53 @@ class Runtime:
                     self._stop.wait(_MAPPING_REFRESH_SECONDS)
                     continue
                 try:
-                    if config is None:  # before the first receive: see FunctionPool.prepare
-                        config = self._function_of(mapping)
+                    config = self._function_of(mapping)
+                    if (
+                        config != prepared
+                    ):  # before its first receive with this code: see FunctionPool.prepare
                         self.functions.prepare(config)
+                        prepared = config
                     # Receive only what can run now: a received message's visibility timeout is ticking.
                     if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
                         continue
                     # ... and only with a warm worker in hand, for the same reason.
                     lease = self.functions.lease(config)
-                    started: FunctionConfig | None = None
+                    received = False
                     try:
-                        started = self._poll_once(sqs, mapping, flight, lease)
+                        received = self._poll_once(sqs, mapping, config, flight, lease)
                     finally:
-                        if started is None:  # nothing received: the worker goes back to the pool
+                        if not received:  # the worker goes back to the pool
                             lease.release()
-                    config = started or config
                 except Exception as exc:
                     self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
                     self._stop.wait(1.0)
         finally:
             flight.drain()  # a stop lets the running batches finish (each within its function's timeout)
 
-    def _batch_limit(self, mapping: dict[str, Any], config: FunctionConfig | None) -> int:
+    def _batch_limit(self, mapping: dict[str, Any], config: FunctionConfig) -> int:
         """Batches of this mapping that may run at once: ScalingConfig.MaximumConcurrency (2-1000)
         when set, never above what the function may run (reserved concurrency, the runtime's cap)."""
-        cap = self.functions.capacity(config) if config is not None else self.functions.max_concurrency
+        cap = self.functions.capacity(config)
         maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return min(cap, int(maximum)) if maximum else cap
 
     def _poll_once(
-        self, sqs: Any, mapping: dict[str, Any], flight: _InFlight, lease: Lease
-    ) -> FunctionConfig | None:
-        """Receive one batch and start it with ``lease`` (which it then releases); returns the
-        function's configuration when it received."""
+        self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight, lease: Lease
+    ) -> bool:
+        """Receive one batch and start it with ``lease`` (which it then releases); whether it
+        received."""
         queue_arn = mapping["EventSourceArn"]
         queue_url = self.queue_url(sqs, queue_arn)
         batch_size = int(mapping.get("BatchSize") or 10)
         window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
         received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
         if not received:
-            return None
-        config = self._function_of(mapping)
+            return False
         flight.start(
             lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
             name=f"esm-batch-{mapping['UUID'][:8]}",
         )
-        return config
+        return True
 
     def _run_batch(
         self,
