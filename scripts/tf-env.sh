@@ -11,6 +11,12 @@ mkdir -p "$TF_PLUGIN_CACHE_DIR"
 # holds and leaves it alone. Only for our own runs: a lock file made this way has this platform's hash
 # only, which a user's own root should not get.
 export TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE="${TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE:-true}"
+# Terraform and the AWS provider are Go programs, and Go collects garbage each time the heap doubles:
+# with the provider's schema in memory that was a quarter to a third of their CPU in our plans and
+# tests. Collect at 5x growth, with a soft cap of 1 GiB a process past which Go collects sooner
+# (the least-privilege plan: 44 -> 31 CPU seconds, peak 380 -> 790 MB). A caller's values win.
+export GOGC="${GOGC:-400}"
+export GOMEMLIMIT="${GOMEMLIMIT:-1GiB}"
 export TF_IN_AUTOMATION=1
 export CHECKPOINT_DISABLE=1
 if [ -d "$_sr_mirror" ]; then

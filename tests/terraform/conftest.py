@@ -129,7 +129,9 @@ class SharedProvider:
         log = self._log = Path(tempfile.mkstemp(prefix="serverless-retry-provider-", suffix=".log")[1])
         # Its output goes to a file: a pipe nobody reads would fill and stop the provider.
         with log.open("wb") as out:
-            self._proc = subprocess.Popen([str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT)
+            self._proc = subprocess.Popen(
+                [str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT, env=terraform_env()
+            )
         atexit.register(self.close)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self._proc.poll() is None:
