@@ -323,6 +323,9 @@ class FakeSchedulerClient:
     def __init__(self, world: World) -> None:
         self.world = world
         self.schedules: dict[str, Schedule] = {}
+        # (due, name) of every schedule, soonest first: a run holds thousands, and the fault run
+        # asks for the due ones and the next one at every step.
+        self._due: list[tuple[int, str]] = []
         self.created = 0
 
     def create_schedule(self, **params: Any) -> dict[str, Any]:
@@ -345,6 +348,7 @@ class FakeSchedulerClient:
         if params.get("ActionAfterCompletion") != "DELETE":
             raise AssertionError("retry schedules delete themselves")
         self.schedules[name] = Schedule(name, due_ms, target)
+        heapq.heappush(self._due, (due_ms, name))
         self.created += 1
         return {"ScheduleArn": f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/{params['GroupName']}/{name}"}
 
@@ -352,16 +356,17 @@ class FakeSchedulerClient:
         """Send each due schedule's Input to its target and delete the schedule (what AWS does)."""
         now = self.world.now_ms()
         fired = 0
-        for schedule in [s for s in self.schedules.values() if s.due_ms <= now]:
+        while self._due and self._due[0][0] <= now:
+            _, name = heapq.heappop(self._due)
+            schedule = self.schedules.pop(name)
             queue = self.world.by_arn[schedule.target["Arn"]]
             group = schedule.target.get("SqsParameters", {}).get("MessageGroupId")
             queue.send(schedule.target["Input"], group=group)  # a FIFO target needs content-based dedup
-            del self.schedules[schedule.name]
             fired += 1
         return fired
 
     def next_event_ms(self) -> int | None:
-        return min((s.due_ms for s in self.schedules.values()), default=None)
+        return self._due[0][0] if self._due else None
 
 
 class FakeDynamoDBClient:
