@@ -4,9 +4,9 @@ Each example stack is applied once per test run (see tests/terraform/stack.py). 
 soon as collection is done, in background threads, so they overlap the unit and functional tiers;
 the terraform and integration tiers then use the same applied stacks.
 
-``./build.sh test`` runs ``-n 2 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
+``./build.sh test`` runs ``-n 3 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
 Each test gets an xdist group when it must not be split from others (see ``_group``); the rest are
-handed out one at a time to whichever worker is free.
+handed out one at a time to whichever worker is free, by tests/scheduling.py's scheduler.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.scheduling import StackAwareScheduling
 from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
 
 # The workerinput key that tells xdist workers where the controller publishes the applied stacks.
@@ -83,8 +84,10 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: only what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the tests that use a stack last (in their order), so every other test overlaps the
-    applies instead of waiting for them, and start those applies (without xdist: here, now)."""
+    """Run the tests that use a stack late (in their order), so that the others overlap the applies
+    instead of waiting for them, and start those applies (without xdist: here, now). The unit tier,
+    hundreds of small tests, comes after them: it keeps the other workers busy while the stack
+    groups, about a minute each of mostly waiting, finish."""
     if getattr(config.option, "loadgroup", False):  # an xdist worker: its groups must have reached the ids
         lost = [item.nodeid for item in items if _group(item) and "@" not in item.nodeid]
         if lost:
@@ -93,7 +96,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.option.collectonly and not hasattr(config, "workerinput"):
         REGISTRY.start([spec for spec in STACKS if any(spec in _stacks(item) for item in late)])
     moved = set(late)
-    items[:] = [item for item in items if item not in moved] + late
+    rest = [item for item in items if item not in moved]
+    filler = [item for item in rest if _tier(item) == "unit"]
+    items[:] = [item for item in rest if _tier(item) != "unit"] + late + filler
+
+
+def _tier(item: pytest.Item) -> str:
+    """unit, functional, terraform or integration: the directory under tests/."""
+    parts = Path(str(item.fspath)).relative_to(Path(str(item.config.rootpath))).parts
+    return parts[1] if len(parts) > 2 else ""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> StackAwareScheduling | None:
+    """loadgroup, except that a worker in a stack group is not given another (tests/scheduling.py)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    return StackAwareScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
