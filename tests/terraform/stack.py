@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from serverless_retry_tools.local.emulator import Emulator
 
 from tests.terraform.conftest import ROOT, Terraform, ignore_state, terraform_env
@@ -118,6 +119,17 @@ class Applied:
 def group(spec: StackSpec) -> str:
     """The xdist group of every test that uses ``spec``'s stack."""
     return f"stack-{spec.name}"
+
+
+def used_after(request: pytest.FixtureRequest, spec: StackSpec) -> bool:
+    """Whether a test that runs after ``request``'s module in this session uses ``spec``'s stack: a
+    module that changed the stack must restore it then, and need not otherwise (the run's end
+    discards it). The stack's tests all run on one worker, in collection order (tests/conftest.py),
+    so the session's later items are exactly those that will still look at it."""
+    items = request.session.items
+    here = Path(str(request.node.fspath))
+    last = max((i for i, item in enumerate(items) if Path(str(item.fspath)) == here), default=len(items))
+    return any(spec.fixture in getattr(item, "fixturenames", ()) for item in items[last + 1 :])
 
 
 class SharedStack:
