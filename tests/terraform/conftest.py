@@ -248,10 +248,8 @@ def terraform() -> Terraform:
     return Terraform(terraform_env())
 
 
-@pytest.fixture(scope="session")
-def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Workspace:
-    """Every module and example copied to one directory and initialised (once per session)."""
-    root = tmp_path_factory.mktemp("tf-workspace")
+def _initialised(terraform: Terraform, root: Path) -> None:
+    """Copy every module and example to ``root`` and ``terraform init`` each there."""
     for relative in COPIED:
         shutil.copytree(ROOT / relative, root / relative, ignore=ignore_state)
 
@@ -272,6 +270,29 @@ def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) ->
         pytest.fail(
             "terraform init failed:\n" + "\n".join(f"{d}:\n{r.stdout}\n{r.stderr}" for d, r in failed)
         )
+
+
+@pytest.fixture(scope="session")
+def workspace(terraform: Terraform, tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """Every module and example copied to one directory and initialised (once per session).
+
+    Under xdist the first worker initialises a template in the run's shared temporary directory and
+    the others copy it (an initialised directory is its files, the lock file and links into the
+    plugin cache): ten inits per worker were ~7 s of CPU each time."""
+    root = tmp_path_factory.mktemp("tf-workspace")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _initialised(terraform, root)
+        return Workspace(root, terraform)
+    template = tmp_path_factory.getbasetemp().parent / "tf-workspace-template"
+    with (template.parent / "tf-workspace-template.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = template / ".serverless-retry-initialised"
+        if not done.exists():
+            shutil.rmtree(template, ignore_errors=True)
+            template.mkdir()
+            _initialised(terraform, template)
+            done.touch()
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
     return Workspace(root, terraform)
 
 
