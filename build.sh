@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$ROOT"
 VENV="$ROOT/.venv"
+# shellcheck source=scripts/py-env.sh
+source scripts/py-env.sh
 PY="${PYTHON:-python3}"
 
 # No bytecode at install time: pip would compile every module of every dependency (most never
@@ -17,7 +19,9 @@ PIP_FAST=(--no-compile)
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-# Create or reuse .venv; reinstall only when the dependency declarations changed.
+# Create or reuse .venv; reinstall only when the dependency declarations changed. A command given as
+# arguments (one that needs only the venv's Python and pip, e.g. package_zips) runs beside the
+# install once pip is current: on a fresh clone both mostly wait on the package index.
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtualenv .venv"
@@ -29,8 +33,18 @@ ensure_venv() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     log "installing dependencies into .venv"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    local beside_pid=""
+    if [ "$#" -gt 0 ]; then
+      "$@" &
+      beside_pid=$!
+    fi
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PIP_FAST[@]}" -e ".[dev]"
+    if [ -n "$beside_pid" ]; then
+      wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
+    fi
     echo "$want" > "$stamp"
+  elif [ "$#" -gt 0 ]; then
+    "$@"
   fi
 }
 
@@ -49,7 +63,11 @@ install_checkov() {
 }
 
 cmd_package() {
-  ensure_venv
+  ensure_venv package_zips
+}
+
+# The zips, with the venv's Python and pip alone (scripts/build_package.py imports nothing else).
+package_zips() {
   log "packaging dist/serverless-retry.zip"
   "$VENV/bin/python" scripts/build_package.py --out dist/serverless-retry.zip
   # Each example ships its processor in the same zip as the package (the Lambda's code).
@@ -69,7 +87,7 @@ cmd_test() {
   # needed only by pytest, so packaging and lint start without waiting for it.
   install_checkov &
   local checkov_pid=$!
-  ensure_venv
+  ensure_venv package_zips
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Overlaps the lint steps.
   mkdir -p build
@@ -77,7 +95,6 @@ cmd_test() {
   local lambda_python_pid=$!
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
-  cmd_package
   # Lint and types need no test, and no test needs them: they run beside pytest (mypy is one busy
   # core for ~30 s on a fresh clone) and report when pytest is done.
   log "ruff, ruff format --check, mypy (strict) on lambda_src and tools_src: beside pytest, reported after it"
@@ -107,14 +124,13 @@ cmd_test() {
 }
 
 cmd_demo() {
-  ensure_venv
+  ensure_venv package_zips
   if ! command -v terraform >/dev/null 2>&1; then
     echo "the demo needs terraform on PATH: https://developer.hashicorp.com/terraform/install" >&2
     exit 2
   fi
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
-  cmd_package
   # The functions' Lambda runtime Python, prepared while Terraform applies (workers wait on its lock):
   # on a fresh machine, building it when the first message arrives let messages sit unprocessed for
   # ~30 real seconds, most of an hour of logical time at x100.

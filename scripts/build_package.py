@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,11 +147,11 @@ def write_zip(entries: dict[str, bytes], out: Path) -> None:
 def build(out: Path, extra: list[Path]) -> str:
     requirements = ROOT / "requirements" / "runtime.txt"
     cache = ROOT / "build" / "package"
-    installs = {
-        f"python{python}/{arch}": install_runtime_deps(requirements, cache, python, arch)
-        for python in RUNTIMES
-        for arch in ARCHITECTURES
-    }
+    # The six installs side by side: each is a pip process that mostly waits on its index.
+    targets = [(python, arch) for python in RUNTIMES for arch in ARCHITECTURES]
+    with ThreadPoolExecutor(len(targets)) as pool:
+        paths = list(pool.map(lambda t: install_runtime_deps(requirements, cache, *t), targets))
+    installs = {f"python{python}/{arch}": path for (python, arch), path in zip(targets, paths, strict=True)}
     entries = merge_installs(installs)
     ours = iter_files(ROOT / "lambda_src" / "serverless_retry", "serverless_retry/")
     for path in extra:
