@@ -154,3 +154,73 @@ def test_a_long_poll_does_not_hand_out_a_group_that_another_receiver_took_meanwh
         undo_fidelity()
     assert meanwhile == ["b1"]
     assert [m["Body"] for m in got.get("Messages", [])] == []  # b1 is in flight: group B waits
+
+
+def _blocked_group(sqs: Any) -> tuple[str, str]:
+    """A FIFO queue whose group B has b1 in flight (for 600 s) and b2 visible behind it."""
+    url = sqs.create_queue(
+        QueueName="blocked.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )["QueueUrl"]
+    for body in ("b1", "b2"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="B")
+    (b1,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=600)["Messages"]
+    assert b1["Body"] == "b1"
+    return url, b1["ReceiptHandle"]
+
+
+@pytest.fixture
+def counted_passes() -> Iterator[list[float]]:
+    """moto's receive, counted, under install_logical_sqs at x1 (the emulator's own setup)."""
+    from moto.sqs import models
+
+    passes: list[float] = []
+    real = models.SQSBackend.__dict__["receive_message"]
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        passes.append(time.monotonic())
+        return real(self, *args, **kwargs)
+
+    models.SQSBackend.receive_message = counting  # type: ignore[method-assign]
+    undo_clock = install_logical_sqs(LogicalClock(epoch=time.time(), scale=1.0))
+    try:
+        with mock_aws():
+            yield passes
+    finally:
+        undo_clock()
+        models.SQSBackend.receive_message = real  # type: ignore[method-assign]
+
+
+def test_a_long_poll_on_a_blocked_fifo_group_sleeps_instead_of_spinning(counted_passes: list[float]) -> None:
+    # b2 is visible but cannot be received while b1 is in flight. The wait used to end whenever a
+    # message was visible, so the poll passed over the queue without sleeping until its time ran out
+    # (a busy core for as long as an ordered retry waited).
+    sqs: Any = boto3.client("sqs", region_name="us-east-1")
+    url, _ = _blocked_group(sqs)
+    counted_passes.clear()
+    started = time.monotonic()
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    assert got.get("Messages", []) == []
+    assert time.monotonic() - started >= 0.9  # the whole wait, as on AWS
+    assert len(counted_passes) <= 3, f"{len(counted_passes)} receive passes in one long poll"
+
+
+def test_deleting_the_message_in_flight_wakes_the_long_poll_for_the_next_of_its_group(
+    counted_passes: list[float],
+) -> None:
+    sqs: Any = boto3.client("sqs", region_name="us-east-1")
+    url, b1_handle = _blocked_group(sqs)
+    deleted: list[float] = []
+
+    def delete_b1() -> None:
+        time.sleep(0.3)
+        other: Any = boto3.client("sqs", region_name="us-east-1")
+        other.delete_message(QueueUrl=url, ReceiptHandle=b1_handle)
+        deleted.append(time.monotonic())
+
+    thread = threading.Thread(target=delete_b1)
+    thread.start()
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=5)
+    returned = time.monotonic()
+    thread.join(timeout=10)
+    assert [m["Body"] for m in got["Messages"]] == ["b2"]
+    assert returned - deleted[0] < 0.5  # woken by the delete, not by the end of the wait

@@ -46,6 +46,9 @@ _WAKE_MARGIN_SECONDS = 0.0005
 _MAX_WAIT_SECONDS = 1.0
 # A queue's lock for its receive passes, kept on the moto Queue object.
 _PASS_LOCK = "_serverless_retry_pass_lock"
+# A queue's count of changes that can make a message receivable (a send, a delete, a visibility
+# change), kept on the moto Queue object and guarded by its ``_messages_lock`` condition.
+_CHANGES = "_serverless_retry_changes"
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,8 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     from moto.sqs import models
 
     real_unix_time = core_utils.unix_time
-    scan = threading.local()  # .now: the instant of this thread's receive pass, or None
+    # .now: the instant of this thread's receive pass, or None; .seen: the queue's changes then.
+    scan = threading.local()
 
     def unix_time(dt: Any = None) -> float:
         if dt is not None:
@@ -87,22 +91,52 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
     backend_cls = models.SQSBackend
     original_receive = backend_cls.__dict__["receive_message"]
 
-    def wait_for_messages(self: Any, timeout: float) -> None:
-        with self._messages_lock:
-            if self.messages:
+    def changed(queue: Any) -> None:
+        with queue._messages_lock:
+            queue.__dict__[_CHANGES] = queue.__dict__.get(_CHANGES, 0) + 1
+            queue._messages_lock.notify_all()
+
+    def wait_for_messages(queue: Any, timeout: float) -> None:
+        """Sleep until the queue changed since this thread's last pass, or a hidden or delayed
+        message falls due, or ``timeout`` (real seconds). Not until "a message is visible": in a
+        FIFO queue a visible message behind its group's message in flight cannot be received, and a
+        poll woken by it would pass again and again until its wait ran out."""
+        with queue._messages_lock:
+            if queue.__dict__.get(_CHANGES, 0) != getattr(scan, "seen", None):
                 return
             now_ms = clock.now() * 1000.0
             upcoming = [
                 max(m.visible_at, m.delayed_until)
-                for m in self._messages
+                for m in queue._messages
                 if max(m.visible_at, m.delayed_until) > now_ms
             ]
             wait = min(float(timeout), _MAX_WAIT_SECONDS)
             if upcoming:
                 due_in = clock.real_seconds((min(upcoming) - now_ms) / 1000.0) + _WAKE_MARGIN_SECONDS
                 wait = min(wait, due_in)
-            # A send notifies the condition, so a new message still wakes the poll at once.
-            self._messages_lock.wait(timeout=wait)
+            queue._messages_lock.wait(timeout=wait)
+
+    original_add = queue_cls.__dict__["add_message"]
+    original_delete = queue_cls.__dict__["delete_message"]
+    original_visibility = backend_cls.__dict__["change_message_visibility"]
+
+    def add_message(self: Any, message: Any) -> None:
+        try:
+            original_add(self, message)
+        finally:
+            changed(self)
+
+    def delete_message(self: Any, receipt_handle: str) -> None:
+        try:
+            original_delete(self, receipt_handle)
+        finally:
+            changed(self)
+
+    def change_message_visibility(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> None:
+        try:
+            original_visibility(self, queue_name, *args, **kwargs)
+        finally:
+            changed(self.get_queue(queue_name))
 
     def receive_message(
         self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
@@ -112,6 +146,8 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
         end = time.monotonic() + (wait_seconds_timeout or 0)  # WaitTimeSeconds: real seconds
         while True:
             with lock:
+                with queue._messages_lock:
+                    scan.seen = queue.__dict__.get(_CHANGES, 0)
                 scan.now = clock.now()
                 try:
                     result = original_receive(self, queue_name, count, 0, *args, **kwargs)
@@ -126,6 +162,9 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
         (models, "unix_time", unix_time),
         (models, "unix_time_millis", unix_time_millis),
         (queue_cls, "wait_for_messages", wait_for_messages),
+        (queue_cls, "add_message", add_message),
+        (queue_cls, "delete_message", delete_message),
+        (backend_cls, "change_message_visibility", change_message_visibility),
         (backend_cls, "receive_message", receive_message),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replaced]
