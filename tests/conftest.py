@@ -66,7 +66,7 @@ def _group(item: pytest.Item) -> str | None:
     info = getattr(item, "_fixtureinfo", None)
     for defs in getattr(info, "name2fixturedefs", {}).values():
         if defs and defs[-1].scope in SHARED_SCOPES:
-            return str(Path(str(item.fspath)).relative_to(Path(str(item.config.rootpath))))
+            return str(_relative(item))
     return None
 
 
@@ -101,9 +101,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for item in rest if _tier(item) != "unit"] + late + filler
 
 
+def _relative(item: pytest.Item) -> Path:
+    return Path(str(item.fspath)).relative_to(Path(str(item.config.rootpath)))
+
+
 def _tier(item: pytest.Item) -> str:
     """unit, functional, terraform or integration: the directory under tests/."""
-    parts = Path(str(item.fspath)).relative_to(Path(str(item.config.rootpath))).parts
+    parts = _relative(item).parts
     return parts[1] if len(parts) > 2 else ""
 
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 from xdist.scheduler import LoadGroupScheduling
 from xdist.workermanage import WorkerController
 
-STACK_PREFIX = "stack-"  # the groups tests/terraform/stack.py's group() names
+from tests.terraform.stack import STACKS, group
+
+STACK_GROUPS = frozenset(group(spec) for spec in STACKS)
 
 
 def is_stack(scope: str) -> bool:
-    return scope.startswith(STACK_PREFIX)
+    return scope in STACK_GROUPS
 
 
 class StackAwareScheduling(LoadGroupScheduling):

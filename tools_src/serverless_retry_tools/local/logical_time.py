@@ -116,27 +116,22 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
                 wait = min(wait, due_in)
             queue._messages_lock.wait(timeout=wait)
 
-    original_add = queue_cls.__dict__["add_message"]
-    original_delete = queue_cls.__dict__["delete_message"]
-    original_visibility = backend_cls.__dict__["change_message_visibility"]
+    def notifying(original: Any, queue_of: Any) -> Any:
+        """``original``, then the change noted on the queue it acted on (also when it raised)."""
 
-    def add_message(self: Any, message: Any) -> None:
-        try:
-            original_add(self, message)
-        finally:
-            changed(self)
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                changed(queue_of(self, *args, **kwargs))
 
-    def delete_message(self: Any, receipt_handle: str) -> None:
-        try:
-            original_delete(self, receipt_handle)
-        finally:
-            changed(self)
+        return call
 
-    def change_message_visibility(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> None:
-        try:
-            original_visibility(self, queue_name, *args, **kwargs)
-        finally:
-            changed(self.get_queue(queue_name))
+    def the_queue(queue: Any, *_: Any, **__: Any) -> Any:
+        return queue
+
+    def named_queue(backend: Any, queue_name: str, *_: Any, **__: Any) -> Any:
+        return backend.get_queue(queue_name)
 
     def receive_message(
         self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
@@ -162,9 +157,13 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
         (models, "unix_time", unix_time),
         (models, "unix_time_millis", unix_time_millis),
         (queue_cls, "wait_for_messages", wait_for_messages),
-        (queue_cls, "add_message", add_message),
-        (queue_cls, "delete_message", delete_message),
-        (backend_cls, "change_message_visibility", change_message_visibility),
+        (queue_cls, "add_message", notifying(queue_cls.__dict__["add_message"], the_queue)),
+        (queue_cls, "delete_message", notifying(queue_cls.__dict__["delete_message"], the_queue)),
+        (
+            backend_cls,
+            "change_message_visibility",
+            notifying(backend_cls.__dict__["change_message_visibility"], named_queue),
+        ),
         (backend_cls, "receive_message", receive_message),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replaced]
