@@ -403,9 +403,8 @@ class Runtime:
                     continue
                 try:
                     config = self._function_of(mapping)
-                    if (
-                        config != prepared
-                    ):  # before its first receive with this code: see FunctionPool.prepare
+                    # Before its first receive with this code: see FunctionPool.prepare.
+                    if config != prepared:
                         self.functions.prepare(config)
                         prepared = config
                     # Receive only what can run now: a received message's visibility timeout is ticking.
