@@ -4,7 +4,7 @@ Each example stack is applied once per test run (see tests/terraform/stack.py). 
 soon as collection is done, in background threads, so they overlap the unit and functional tiers;
 the terraform and integration tiers then use the same applied stacks.
 
-``./build.sh test`` runs ``-n 3 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
+``./build.sh test`` runs ``-n 2 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
 Each test gets an xdist group when it must not be split from others (see ``_group``); the rest are
 handed out one at a time to whichever worker is free, by tests/scheduling.py's scheduler.
 """
