@@ -76,7 +76,8 @@ def _send(aws: Aws, url: str, bodies: list[dict[str, Any]], **extra: str) -> Non
 def test_batches_of_one_mapping_run_at_once(aws: Aws, tmp_path: Path) -> None:
     url, arn = aws.queue("conc", VisibilityTimeout="30")
     spans = tmp_path / "spans"
-    function = _spans_function(aws, spans, sleep=1.5)
+    # Longer than a worker's cold start on a loaded machine (1.6 s seen).
+    function = _spans_function(aws, spans, sleep=3.0)
     aws.mapping(function, arn, BatchSize=1)
     _send(aws, url, [{"n": n} for n in range(3)])
     run = Run(aws, tmp_path / "rt")
