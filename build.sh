@@ -19,26 +19,57 @@ PIP_FAST=(--no-compile)
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
+# `pip install ARGS` into the virtualenv of Python $1: by uv (installed into .venv beside pip) with
+# pip's configuration carried over, ~4 s where pip takes ~20 s of a busy core on a fresh clone
+# (scripts/uv_install.py); by pip itself when uv is missing, fails, or a pip setting has no exact
+# uv equivalent. Without bytecode either way: uv compiles none unless asked.
+install_into() {
+  local python="$1"
+  shift
+  if [ -x "$VENV/bin/uv" ] && "$VENV/bin/python" scripts/uv_install.py --uv "$VENV/bin/uv" --python "$python" -- "$@"; then
+    return 0
+  fi
+  [ -x "$VENV/bin/uv" ] && log "uv did not install $*: installing with pip"
+  "$python" -m ensurepip > /dev/null 2>&1 || true  # a virtualenv made without pip
+  "$python" -m pip install -q --disable-pip-version-check "${PIP_FAST[@]}" "$@"
+}
+
+# pip and uv into .venv. pip stays (scripts/build_package.py builds the zips with it); uv is a build
+# tool only (install_into). The machine's own pip does it when it can (pip >= 22.3 has --python);
+# otherwise ensurepip provides a pip first.
+bootstrap_pip() {
+  local pip=(install -q --disable-pip-version-check "${PIP_FAST[@]}" --upgrade)
+  if "$PY" -m pip --python "$VENV/bin/python" "${pip[@]}" pip uv; then
+    return 0
+  fi
+  "$VENV/bin/python" -m pip --version > /dev/null 2>&1 || "$VENV/bin/python" -m ensurepip > /dev/null
+  "$VENV/bin/python" -m pip "${pip[@]}" pip uv || {
+    log "uv could not be installed: pip installs everything"
+    "$VENV/bin/python" -m pip "${pip[@]}" pip
+  }
+}
+
 # Create or reuse .venv; reinstall only when the dependency declarations changed. A command given as
 # arguments (one that needs only the venv's Python and pip, e.g. package_zips) runs beside the
 # install once pip is current: on a fresh clone both mostly wait on the package index.
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtualenv .venv"
-    "$PY" -m venv "$VENV"
+    # Without ensurepip's pip: it byte-compiles pip, ~7 s here. bootstrap_pip puts pip in.
+    "$PY" -m venv --without-pip "$VENV"
   fi
   local stamp="$VENV/.serverless-retry-deps"
   local want
   want="$(cat pyproject.toml requirements/*.txt | sha256sum | cut -d' ' -f1)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     log "installing dependencies into .venv"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    bootstrap_pip
     local beside_pid=""
     if [ "$#" -gt 0 ]; then
       "$@" &
       beside_pid=$!
     fi
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PIP_FAST[@]}" -e ".[dev]"
+    install_into "$VENV/bin/python" -e ".[dev]"
     if [ -n "$beside_pid" ]; then
       wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
     fi
@@ -55,9 +86,10 @@ install_checkov() {
   want="$(sha256sum requirements/checkov.txt | cut -d' ' -f1)"
   if [ ! -x "$CHECKOV_VENV/bin/checkov" ] || [ "$(cat "$CHECKOV_VENV/.stamp" 2>/dev/null)" != "$want" ]; then
     log "installing checkov into .venv-checkov"
-    "$PY" -m venv "$CHECKOV_VENV"
-    "$CHECKOV_VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-    "$CHECKOV_VENV/bin/python" -m pip install -q --disable-pip-version-check "${PIP_FAST[@]}" -r requirements/checkov.txt
+    # Without pip (ensurepip takes ~7 s): uv installs into it; install_into adds pip if it falls back.
+    rm -rf "$CHECKOV_VENV"
+    "$PY" -m venv --without-pip "$CHECKOV_VENV"
+    install_into "$CHECKOV_VENV/bin/python" -r requirements/checkov.txt
     echo "$want" > "$CHECKOV_VENV/.stamp"
   fi
 }
@@ -82,12 +114,17 @@ package_zips() {
     --extra examples/native-retry/src/native_orders --out dist/examples/native-retry.zip
 }
 
-cmd_test() {
-  # Both virtualenvs at once: each install spends most of its time waiting on downloads. checkov is
-  # needed only by pytest, so packaging and lint start without waiting for it.
+# What the tests need besides .venv, made beside its install (once uv is in it): checkov's own
+# virtualenv and the zips.
+test_prerequisites() {
   install_checkov &
   local checkov_pid=$!
-  ensure_venv package_zips
+  package_zips
+  wait "$checkov_pid" || { echo "installing checkov into .venv-checkov failed" >&2; return 1; }
+}
+
+cmd_test() {
+  ensure_venv test_prerequisites
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Overlaps the lint steps.
   mkdir -p build
@@ -108,7 +145,6 @@ cmd_test() {
     "$VENV/bin/mypy"
   ) > "$lint_log" 2>&1 &
   local lint_pid=$!
-  wait "$checkov_pid" || { echo "installing checkov into .venv-checkov failed" >&2; exit 1; }
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
   # Two workers by default, one per core. Three were faster here (pytest 301 s against 366 s), but
   # under load the timing-bound integration tests (x20 to x100 clocks) then missed a bound once in
