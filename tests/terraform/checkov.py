@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.terraform.conftest import ROOT
+from tests.terraform.conftest import NICE, ROOT
 
 
 def checkov_executable() -> Path | None:
@@ -25,7 +25,7 @@ def run_checkov(checkov: Path, args: list[str], cwd: Path, *, quiet: bool = True
     """checkov's reports (one per framework), from ``--output json``; ``quiet`` leaves out the passed
     and skipped checks."""
     result = subprocess.run(
-        [str(checkov), *args, "--output", "json", *(["--quiet"] if quiet else []), "--compact", "--skip-download"],
+        [*NICE, str(checkov), *args, "--output", "json", *(["--quiet"] if quiet else []), "--compact", "--skip-download"],
         cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     try:

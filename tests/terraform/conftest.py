@@ -10,11 +10,13 @@ an initialised directory.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -46,6 +48,10 @@ TF_DIRS = MODULES + EXAMPLES
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")
 # Terraform processes run side by side up to this many (more only queue up for CPU).
 PARALLEL = max(2, min(4, os.cpu_count() or 2))
+# Terraform, its providers and checkov are throughput work: niced, they leave the CPU first to what
+# keeps time, the emulators and function workers of the integration tests running beside them
+# (whose logical clocks run 20 to 100 times real time, so a second of waiting for a core is minutes).
+NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -130,7 +136,7 @@ class SharedProvider:
         # Its output goes to a file: a pipe nobody reads would fill and stop the provider.
         with log.open("wb") as out:
             self._proc = subprocess.Popen(
-                [str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT, env=terraform_env()
+                [*NICE, str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT, env=terraform_env()
             )
         atexit.register(self.close)
         deadline = time.monotonic() + 60
@@ -174,7 +180,7 @@ class Terraform:
         stdin: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["terraform", *args],
+            [*NICE, "terraform", *args],
             cwd=cwd,
             env={**self.env, **SHARED_PROVIDER.env(args, cwd), **(extra_env or {})},
             input=stdin,
@@ -183,6 +189,51 @@ class Terraform:
             timeout=timeout,
             check=False,
         )
+
+    def run_until(
+        self, args: Sequence[str], cwd: Path, stop: Callable[[str], bool], *, timeout: float = 300
+    ) -> tuple[str, bool]:
+        """``terraform ARGS``, its output (stderr merged) read line by line; once ``stop(line)`` says
+        so, the process and its providers are killed (SIGKILL to its process group: an interrupted
+        Terraform would first clean up, the very work a caller stops it to skip). Returns the
+        output so far and whether it was stopped."""
+        proc = subprocess.Popen(
+            [*NICE, "terraform", *args],
+            cwd=cwd,
+            env={**self.env, **SHARED_PROVIDER.env(args, cwd)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+        def kill() -> None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        watchdog = threading.Timer(timeout, kill)
+        watchdog.start()
+        lines: list[str] = []
+        stopped = False
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line)
+                if stop(line):
+                    stopped = True
+                    kill()
+                    break
+        finally:
+            watchdog.cancel()
+            proc.wait(timeout=30)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if not stopped and proc.returncode == -signal.SIGKILL:
+            raise AssertionError(
+                f"terraform {' '.join(args)} timed out after {timeout} s:\n{''.join(lines)[-3000:]}"
+            )
+        return "".join(lines), stopped
 
     def console(self, cwd: Path, expression: str, variables: Mapping[str, object] | None = None) -> object:
         """Evaluate one expression with ``terraform console`` (no state, no credentials needed) and
