@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("args", nargs="+", help="what to install, as pip's arguments (after --)")
     args = parser.parse_args(argv)
     listed = subprocess.run(
-        [args.python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
     )
     if listed.returncode != 0:
         print(f"uv_install: pip config list failed: {listed.stderr.strip()}", file=sys.stderr)
