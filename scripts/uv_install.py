@@ -108,10 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uv", required=True, help="the uv executable")
     parser.add_argument("--python", required=True, help="the virtualenv's Python to install into")
+    parser.add_argument(
+        "--config-from",
+        default=sys.executable,
+        help="the Python whose pip reads the configuration (default: this one; the target may have no pip)",
+    )
     parser.add_argument("args", nargs="+", help="what to install, as pip's arguments (after --)")
     args = parser.parse_args(argv)
     listed = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+        [args.config_from, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
     )
     if listed.returncode != 0:
         print(f"uv_install: pip config list failed: {listed.stderr.strip()}", file=sys.stderr)

@@ -82,7 +82,9 @@ def test_main_runs_uv_with_the_translated_options(tmp_path: Path) -> None:
         tmp_path / "uv",
         f"import json, os, sys\njson.dump([sys.argv[1:], os.environ.get('SSL_CERT_FILE')], open({str(record)!r}, 'w'))\n",
     )
-    assert uv_install.main(["--uv", uv, "--python", python, "--", "-e", ".[dev]"]) == 0
+    assert (
+        uv_install.main(["--uv", uv, "--python", python, "--config-from", python, "--", "-e", ".[dev]"]) == 0
+    )
     argv, cert = json.loads(record.read_text())
     assert argv == [
         "pip", "install", "--quiet", "--python", python,
@@ -94,4 +96,7 @@ def test_main_runs_uv_with_the_translated_options(tmp_path: Path) -> None:
 def test_main_installs_nothing_and_exits_3_when_pip_has_a_setting_uv_lacks(tmp_path: Path) -> None:
     python = _executable(tmp_path / "python", "print(\"global.user='true'\")\n")
     uv = _executable(tmp_path / "uv", "raise SystemExit('uv must not run')\n")
-    assert uv_install.main(["--uv", uv, "--python", python, "--", "boto3"]) == uv_install.UNTRANSLATABLE
+    assert (
+        uv_install.main(["--uv", uv, "--python", python, "--config-from", python, "--", "boto3"])
+        == uv_install.UNTRANSLATABLE
+    )
