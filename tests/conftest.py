@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 
 from tests.scheduling import StackAwareScheduling
+from tests.support.botocore_cache import share_parsed_data
 from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
+
+share_parsed_data()  # every process of the run (controller and workers) imports this file first
 
 # The workerinput key that tells xdist workers where the controller publishes the applied stacks.
 STACK_DIR = "serverless_retry_stack_dir"
