@@ -53,6 +53,8 @@ def test_terraform_test_passes(
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     # Every run block of the part ran and passed: the parts of a module together run all of its.
     assert f"Success! {count} passed, 0 failed." in result.stdout, result.stdout
+    # `terraform test` validates the module first: no warning from that either (no separate validate).
+    assert "Warning:" not in result.stdout + result.stderr, result.stdout + result.stderr
 
 
 def test_the_parts_hold_every_run_block_once_with_its_files_other_blocks() -> None:
