@@ -143,8 +143,11 @@ def test_async_invoke_retries_twice_with_lambdas_delays_then_sends_the_failure_r
     assert [a["request_id"] for a in bodies(attempts)] == [record["requestContext"]["requestId"]] * 3
     sent = sorted(int(m["Attributes"]["SentTimestamp"]) for m in attempts)  # logical ms
     gaps = [(b - a) / 1000 for a, b in itertools.pairwise(sent)]
-    assert 60 <= gaps[0] < 60 + 15
-    assert 120 <= gaps[1] < 120 + 15
+    # Never early, and each gap nearer its own delay than the next one: Lambda's 1 and 2 minutes.
+    # The slack past them is the worker's cold start and run under a loaded host (at x20 a real
+    # second is 20 logical ones: 42 s late was seen once with three xdist workers on two cores).
+    assert 60 <= gaps[0] < 60 + 60, gaps
+    assert 120 <= gaps[1] < 120 + 60, gaps
     assert record["version"] == "1.0"
     assert record["requestContext"] == {
         "requestId": record["requestContext"]["requestId"],
