@@ -11,12 +11,14 @@ handed out one at a time to whichever worker is free, by tests/scheduling.py's s
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE
 
 from tests.scheduling import StackAwareScheduling
 from tests.support.botocore_cache import share_parsed_data
@@ -45,6 +47,20 @@ def _stack_fixture(spec: StackSpec) -> Callable[..., Applied]:
 
 for _spec in STACKS:
     globals()[f"_{_spec.fixture}"] = _stack_fixture(_spec)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_lambda_code(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every local runtime of the run (in any xdist worker, and the CLI processes tests start)
+    unpacks a function's zip, and its workers byte-compile it, once per CodeSha256 rather than once
+    per test (SERVERLESS_RETRY_CODE_CACHE; the directories are content-addressed and written
+    atomically)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "lambda-code"
+    patch = pytest.MonkeyPatch()
+    patch.setenv(CODE_CACHE_VARIABLE, str(root))
+    yield
+    patch.undo()
 
 
 def _stacks(item: pytest.Item) -> list[StackSpec]:

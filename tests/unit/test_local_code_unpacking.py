@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.functions import FunctionConfig, FunctionPool
+from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE, FunctionConfig, FunctionPool
 
 FILES = {f"pkg/module_{n}.py": f"VALUE = {n}\n" + "# padding\n" * 2000 for n in range(60)}
 
@@ -46,6 +46,12 @@ def code_url() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_port}/code.zip"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _code_under_each_work_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests look at a work dir's own code directory: not the suite's shared one."""
+    monkeypatch.delenv(CODE_CACHE_VARIABLE, raising=False)
 
 
 def _config(name: str, url: str) -> FunctionConfig:
@@ -103,3 +109,16 @@ def test_an_incomplete_directory_from_an_interrupted_run_is_replaced(tmp_path: P
     code = pool._code_dir(dataclasses.replace(config))
     assert code == stale
     assert (code / "pkg" / "module_0.py").read_text() == FILES["pkg/module_0.py"]
+
+
+def test_code_cache_puts_the_code_where_runtimes_share_it(
+    tmp_path: Path, code_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    monkeypatch.setenv(CODE_CACHE_VARIABLE, str(shared))
+    first = FunctionPool(None, tmp_path / "one", region="us-east-1", extra_env={}, libs=[])
+    second = FunctionPool(None, tmp_path / "two", region="us-east-1", extra_env={}, libs=[])
+    code = first._code_dir(_config("one", code_url))
+    assert code == shared / "c2hhcmVk-_"
+    assert second._code_dir(_config("two", "http://127.0.0.1:9/unreachable")) == code  # not fetched again
+    assert not (tmp_path / "one" / "code").exists()

@@ -55,6 +55,7 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
 _COMPLETE = ".serverless-retry-complete"  # written last into a code directory
+CODE_CACHE_VARIABLE = "SERVERLESS_RETRY_CODE_CACHE"
 # Workers per function unless the function's reserved concurrency is lower: each worker is a Python
 # process, and the runtime's machine may have two cores; Lambda itself starts an SQS mapping at five.
 DEFAULT_MAX_CONCURRENCY = 4
@@ -208,7 +209,9 @@ class FunctionPool:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         self.max_concurrency = max_concurrency
         self._lambda = lambda_client
-        self._work_dir = work_dir
+        # Unpacked code, one directory per CodeSha256. SERVERLESS_RETRY_CODE_CACHE lets runtimes
+        # share it (a test run's many runtimes then unpack and byte-compile each zip once).
+        self._code_root = Path(os.environ.get(CODE_CACHE_VARIABLE) or work_dir / "code")
         self._region = region
         self._extra_env = dict(extra_env)
         self._log_sink = log_sink
@@ -234,7 +237,7 @@ class FunctionPool:
         renamed into place complete, so workers starting together (in this runtime or another one
         sharing the work dir) never read a half-written archive or tree."""
         digest = config.code_sha256.replace("/", "_").replace("+", "-").rstrip("=") or "unknown"
-        target = self._work_dir / "code" / digest
+        target = self._code_root / digest
         if (target / _COMPLETE).exists():
             return target
         if not config.code_location.startswith(("http://", "https://")):
