@@ -169,6 +169,12 @@ SHARED_PROVIDER = SharedProvider()
 @dataclass(frozen=True)
 class Terraform:
     env: Mapping[str, str]
+    # Niced unless the run waits on it: the shared stacks' applies gate whole groups of tests.
+    niced: bool = True
+
+    @property
+    def _command(self) -> list[str]:
+        return [*NICE, "terraform"] if self.niced else ["terraform"]
 
     def run(
         self,
@@ -180,7 +186,7 @@ class Terraform:
         stdin: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*NICE, "terraform", *args],
+            [*self._command, *args],
             cwd=cwd,
             env={**self.env, **SHARED_PROVIDER.env(args, cwd), **(extra_env or {})},
             input=stdin,
@@ -198,7 +204,7 @@ class Terraform:
         Terraform would first clean up, the very work a caller stops it to skip). Returns the
         output so far and whether it was stopped."""
         proc = subprocess.Popen(
-            [*NICE, "terraform", *args],
+            [*self._command, *args],
             cwd=cwd,
             env={**self.env, **SHARED_PROVIDER.env(args, cwd)},
             stdin=subprocess.DEVNULL,

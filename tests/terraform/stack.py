@@ -152,6 +152,9 @@ class SharedStack:
                 self._thread = threading.Thread(target=self._run, name=f"apply-{self.spec.name}", daemon=True)
                 self._thread.start()
 
+    def ended(self) -> bool:
+        return self._thread is not None and not self._thread.is_alive()
+
     def result(self, timeout: float = 900) -> Applied:
         self.start()
         assert self._thread is not None
@@ -249,11 +252,18 @@ class Registry:
         with self._lock:
             if spec.name not in self._stacks:
                 if self._terraform is None:
-                    self._terraform = Terraform(terraform_env())
+                    self._terraform = Terraform(terraform_env(), niced=False)
                 (tmp / spec.name).mkdir()
                 publish = tmp / f"{spec.name}.json" if self._publish else None
                 self._stacks[spec.name] = SharedStack(spec, self._terraform, tmp / spec.name, publish)
             return self._stacks[spec.name]
+
+    def applied(self, name: str) -> bool:
+        """Whether stack ``name`` was started and its apply has ended (applied or failed): its tests
+        would not wait for it."""
+        with self._lock:
+            stack = self._stacks.get(name)
+        return stack is not None and stack.ended()
 
     def start(self, specs: list[StackSpec]) -> None:
         if shutil.which("terraform") is None:
