@@ -104,7 +104,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 @pytest.hookimpl(trylast=True)  # after -k/-m deselection: only what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the tests that use a stack late (in their order), so that the others overlap the applies
-    instead of waiting for them, and start those applies (without xdist: here, now). The unit tier,
+    instead of waiting for them, and start those applies (without xdist: here, now); the other tiers
+    before them interleaved (``_spread``). The unit tier,
     hundreds of small tests, comes after them: it keeps the other workers busy while the stack
     groups, about a minute each of mostly waiting, finish."""
     if getattr(config.option, "loadgroup", False):  # an xdist worker: its groups must have reached the ids
@@ -117,7 +118,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     moved = set(late)
     rest = [item for item in items if item not in moved]
     filler = [item for item in rest if _tier(item) == "unit"]
-    items[:] = [item for item in rest if _tier(item) != "unit"] + late + filler
+    items[:] = _spread([item for item in rest if _tier(item) != "unit"]) + late + filler
+
+
+def _spread(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The tiers' tests evenly interleaved, each tier in its own order: the integration tier mostly
+    waits on logical time and the functional and terraform tiers keep the CPU busy, so run back to
+    back (in collection order) the integration tier left the cores a third idle for a minute while
+    the terraform tier later had them all to itself."""
+    tiers: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        tiers.setdefault(_tier(item), []).append(item)
+    keyed = [
+        ((i + 0.5) / len(members), n, item)
+        for n, members in enumerate(tiers.values())
+        for i, item in enumerate(members)
+    ]
+    return [item for *_, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 def _relative(item: pytest.Item) -> Path:
