@@ -126,10 +126,10 @@ test_prerequisites() {
 cmd_test() {
   ensure_venv test_prerequisites
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
-  # under build/lambda-python; tests that need it first wait on its lock). Niced, like lint: the
-  # workers collecting the tests come first.
+  # under build/lambda-python; tests that need it first wait on its lock). Not niced: the first
+  # integration tests, minutes of logical time on a real-time budget, wait for it.
   mkdir -p build
-  nice -n 10 "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
+  "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
   local lambda_python_pid=$!
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
