@@ -4,7 +4,7 @@ Each example stack is applied once per test run (see tests/terraform/stack.py). 
 soon as collection is done, in background threads, so they overlap the unit and functional tiers;
 the terraform and integration tiers then use the same applied stacks.
 
-``./build.sh test`` runs ``-n 2 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
+``./build.sh test`` runs ``-n 3 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
 Each test gets an xdist group when it must not be split from others (see ``_group``); the rest are
 handed out one at a time to whichever worker is free, by tests/scheduling.py's scheduler.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE
 
-from tests.scheduling import StackAwareScheduling
+from tests.scheduling import StackAwareScheduling, spread
 from tests.support.botocore_cache import share_parsed_data
 from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
 
@@ -105,7 +105,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the tests that use a stack late (in their order), so that the others overlap the applies
     instead of waiting for them, and start those applies (without xdist: here, now); the other tiers
-    before them interleaved (``_spread``). The unit tier,
+    before them interleaved (tests/scheduling.py's ``spread``). The unit tier,
     hundreds of small tests, comes after them: it keeps the other workers busy while the stack
     groups, about a minute each of mostly waiting, finish."""
     if getattr(config.option, "loadgroup", False):  # an xdist worker: its groups must have reached the ids
@@ -118,23 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     moved = set(late)
     rest = [item for item in items if item not in moved]
     filler = [item for item in rest if _tier(item) == "unit"]
-    items[:] = _spread([item for item in rest if _tier(item) != "unit"]) + late + filler
-
-
-def _spread(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The tiers' tests evenly interleaved, each tier in its own order: the integration tier mostly
-    waits on logical time and the functional and terraform tiers keep the CPU busy, so run back to
-    back (in collection order) the integration tier left the cores a third idle for a minute while
-    the terraform tier later had them all to itself."""
-    tiers: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        tiers.setdefault(_tier(item), []).append(item)
-    keyed = [
-        ((i + 0.5) / len(members), n, item)
-        for n, members in enumerate(tiers.values())
-        for i, item in enumerate(members)
-    ]
-    return [item for *_, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
+    items[:] = spread([item for item in rest if _tier(item) != "unit"], _tier) + late + filler
 
 
 def _relative(item: pytest.Item) -> Path:
