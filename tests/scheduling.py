@@ -11,9 +11,8 @@ stack's. When only stack groups are left, it takes none and stops once its own t
 another worker without a stack group is still running to take them; otherwise it takes the next one
 as loadgroup would.
 
-At most all workers but one are in work that mostly waits (a stack group, an integration test):
-the next one takes the first other work in the queue. And a stack group is handed out as soon as
-its stack is applied, ahead of the queue, to a worker not in a stack group, within that limit: in collection order the stack
+And a stack group is handed out as soon as its stack is applied, ahead of the queue, to a worker
+not in a stack group, as long as another worker stays on other work: in collection order the stack
 groups came after the whole terraform tier (their stacks were ready two minutes earlier), and
 their waiting then ended the run with the cores a quarter idle. Spread among the terraform tier's
 busy tests, the waiting fills in.
@@ -53,21 +52,10 @@ def is_stack(scope: str) -> bool:
     return scope in STACK_GROUPS
 
 
-def waits(scope: str) -> bool:
-    """Work that mostly waits on logical time: a stack group or an integration test (file)."""
-    return is_stack(scope) or scope.startswith("tests/integration/")
-
-
 class StackAwareScheduling(LoadGroupScheduling):
     def _in_stack(self, node: WorkerController) -> bool:
         return any(
             is_stack(scope) and not all(unit.values())
-            for scope, unit in self.assigned_work.get(node, {}).items()
-        )
-
-    def _waiting(self, node: WorkerController) -> bool:
-        return any(
-            waits(scope) and not all(unit.values())
             for scope, unit in self.assigned_work.get(node, {}).items()
         )
 
@@ -85,12 +73,10 @@ class StackAwareScheduling(LoadGroupScheduling):
             and self._pending_of(self.assigned_work[node]) <= 2
             and not self._in_stack(node)
         ):
-            others_waiting = sum(1 for n in self.nodes if n is not node and self._waiting(n))
-            room = others_waiting <= len(self.nodes) - 2  # one worker stays on work that uses the CPU
-            ready = self._applied_stack() if room else None
-            busy = None if room else next((scope for scope in self.workqueue if not waits(scope)), None)
-            if ready or busy:
-                self.workqueue.move_to_end(ready or busy, last=False)
+            others_in_stacks = sum(1 for n in self.nodes if n is not node and self._in_stack(n))
+            ready = self._applied_stack() if others_in_stacks <= len(self.nodes) - 2 else None
+            if ready is not None:
+                self.workqueue.move_to_end(ready, last=False)
                 self._assign_work_unit(node)
                 return
         if (
