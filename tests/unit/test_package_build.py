@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.support.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_package", ROOT / "scripts" / "build_package.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("build_package", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("build_package")
 
 
 @pytest.fixture(scope="module")

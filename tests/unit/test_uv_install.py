@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("uv_install", ROOT / "scripts" / "uv_install.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["uv_install"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-uv_install = _load()
+uv_install = load_script("uv_install")
 
 # This machine's shape: wheel directory and extra indexes in pip.conf and PIP_* variables.
 LISTED = """\
