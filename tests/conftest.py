@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE
 
-from tests.scheduling import StackAwareScheduling, spread
+from tests.scheduling import LaneScheduling, spread
 from tests.support.botocore_cache import share_parsed_data
 from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
 
@@ -132,11 +132,11 @@ def _tier(item: pytest.Item) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> StackAwareScheduling | None:
-    """loadgroup, except that a worker in a stack group is not given another (tests/scheduling.py)."""
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduling | None:
+    """loadgroup, in lanes: waiting work beside busy work, never on every worker (tests/scheduling.py)."""
     if config.getoption("dist", "no") != "loadgroup":
         return None
-    return StackAwareScheduling(config, log)
+    return LaneScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)

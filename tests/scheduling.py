@@ -1,27 +1,27 @@
-"""How the suite's groups are handed to pytest-xdist workers: loadgroup, less one habit.
+"""How the suite's groups are handed to pytest-xdist workers: loadgroup, in lanes.
 
-xdist's loadgroup gives a worker its next group as soon as it has two tests or fewer left to run.
-Each stack group (tests/terraform/stack.py) runs for about a minute, mostly waiting on logical
-time, and its longest test is seldom its last but one. So a worker still in one stack group took the
-next one as well, and ran the two back to back while another worker had nothing left to do: with
-three workers, the run's last 70 seconds kept one core busy.
+The suite holds two kinds of work. Most of it keeps a core busy (unit and functional tests, the
+terraform tier's plans and scans). The integration tier mostly waits: on logical-clock timers, on
+emulators, on the example stacks' applies (tests/terraform/stack.py). On two cores, a run is short
+when the waiting overlaps busy work, never other waiting.
 
-Here a worker that still has tests of a stack group to run is given the next group that is not a
-stack's. When only stack groups are left, it takes none and stops once its own tests are done, if
-another worker without a stack group is still running to take them; otherwise it takes the next one
-as loadgroup would.
+xdist's loadgroup hands out the queue in order. Waiting work then bunched up: the stack groups come
+when their stacks are applied, two minutes in, and the integration tier's own files were in the
+same stretch; with two or three workers waiting at once the cores stood a quarter to a half idle
+for a minute and a half, and the run's end kept one core busy.
 
-And a stack group is handed out as soon as its stack is applied, ahead of the queue, to a worker
-not in a stack group, as long as another worker stays on other work: in collection order the stack
-groups came after the whole terraform tier (their stacks were ready two minutes earlier), and
-their waiting then ended the run with the cores a quarter idle. Spread among the terraform tier's
-busy tests, the waiting fills in.
+So the workers form lanes. At most ``lanes`` workers (half of them, rounded up) hold waiting work at
+a time; a worker outside a lane takes the first ready waiting unit as soon as a lane is free (a
+stack group once its stack is applied, ahead of the integration tier's other files: it gates the
+run's end), and busy work otherwise. A worker in a lane gets busy work queued behind its waiting,
+never a second waiting unit. When no busy work is left, the cap is moot (no core has anything else
+to do) and a worker takes waiting work as loadgroup would.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from xdist.scheduler import LoadGroupScheduling
 from xdist.workermanage import WorkerController
@@ -29,14 +29,13 @@ from xdist.workermanage import WorkerController
 from tests.terraform.stack import REGISTRY, STACKS, group
 
 STACK_GROUPS = {group(spec): spec.name for spec in STACKS}
+WAITING_TIER = "tests/integration/"
 T = TypeVar("T")
 
 
 def spread(items: Sequence[T], tier: Callable[[T], str]) -> list[T]:
-    """The tiers' items evenly interleaved, each tier in its own order. The integration tier mostly
-    waits on logical time while the functional and terraform tiers keep the CPU busy: run back to
-    back (in collection order), the integration tier left the cores a third idle for a minute and
-    the terraform tier later had them all to itself."""
+    """The tiers' items evenly interleaved, each tier in its own order: the functional and terraform
+    tiers' heavy parts (plans, scans, fault runs) start early, beside the stacks' applies."""
     tiers: dict[str, list[T]] = {}
     for item in items:
         tiers.setdefault(tier(item), []).append(item)
@@ -52,47 +51,76 @@ def is_stack(scope: str) -> bool:
     return scope in STACK_GROUPS
 
 
-class StackAwareScheduling(LoadGroupScheduling):
-    def _in_stack(self, node: WorkerController) -> bool:
+def lanes_for(workers: int) -> int:
+    """How many workers may wait at once: half, rounded up (one of two, two of three or four)."""
+    return max(1, (workers + 1) // 2)
+
+
+def is_waiting(scope: str, unit: dict[str, bool]) -> bool:
+    """Whether a work unit mostly waits: a stack group (it waits for its apply, then on its
+    emulator's clock), or any test of the integration tier."""
+    return is_stack(scope) or any(nodeid.startswith(WAITING_TIER) for nodeid in unit)
+
+
+def is_ready(scope: str, applied: Callable[[str], bool]) -> bool:
+    """A stack group is ready once its stack's apply has ended; other work always is."""
+    return not is_stack(scope) or applied(STACK_GROUPS[scope])
+
+
+class LaneScheduling(LoadGroupScheduling):
+    def __init__(
+        self, config: Any, log: Any = None, applied: Callable[[str], bool] = REGISTRY.applied
+    ) -> None:
+        super().__init__(config, log)
+        self.applied = applied  # whether stack ``name`` is applied (the controller's REGISTRY)
+        self._waiting: dict[str, bool] = {}  # scope -> is_waiting, once per scope
+
+    def _is_waiting(self, scope: str, unit: dict[str, bool]) -> bool:
+        if scope not in self._waiting:
+            self._waiting[scope] = is_waiting(scope, unit)
+        return self._waiting[scope]
+
+    def _in_lane(self, node: WorkerController) -> bool:
         return any(
-            is_stack(scope) and not all(unit.values())
+            self._is_waiting(scope, unit) and not all(unit.values())
             for scope, unit in self.assigned_work.get(node, {}).items()
         )
 
-    def _applied_stack(self) -> str | None:
-        """The first stack group in the queue whose stack is applied, if any."""
+    def _first(self, waiting: bool, ready_only: bool = False) -> str | None:
         return next(
-            (scope for scope in self.workqueue if is_stack(scope) and REGISTRY.applied(STACK_GROUPS[scope])),
+            (
+                scope
+                for scope, unit in self.workqueue.items()
+                if self._is_waiting(scope, unit) == waiting
+                and (not ready_only or is_ready(scope, self.applied))
+            ),
             None,
         )
 
+    def _first_waiting(self) -> str | None:
+        """The first ready stack group, else the first other ready waiting unit."""
+        stacks = (s for s in self.workqueue if is_stack(s) and is_ready(s, self.applied))
+        return next(stacks, None) or self._first(waiting=True, ready_only=True)
+
+    def _give(self, node: WorkerController, scope: str) -> None:
+        self.workqueue.move_to_end(scope, last=False)
+        self._assign_work_unit(node)
+
     def _reschedule(self, node: WorkerController) -> None:
-        if (
-            not node.shutting_down
-            and self.workqueue
-            and self._pending_of(self.assigned_work[node]) <= 2
-            and not self._in_stack(node)
-        ):
-            others_in_stacks = sum(1 for n in self.nodes if n is not node and self._in_stack(n))
-            ready = self._applied_stack() if others_in_stacks <= len(self.nodes) - 2 else None
-            if ready is not None:
-                self.workqueue.move_to_end(ready, last=False)
-                self._assign_work_unit(node)
-                return
-        if (
-            node.shutting_down
-            or not self.workqueue
-            or self._pending_of(self.assigned_work[node]) > 2
-            or not self._in_stack(node)
-        ):
+        if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) > 2:
             super()._reschedule(node)
             return
-        other = next((scope for scope in self.workqueue if not is_stack(scope)), None)
-        if other is not None:
-            self.workqueue.move_to_end(other, last=False)
-            self._assign_work_unit(node)
+        in_lane = self._in_lane(node)
+        lanes_taken = sum(1 for n in self.nodes if self._in_lane(n))
+        if not in_lane and lanes_taken < lanes_for(len(self.nodes)):
+            waiting = self._first_waiting()
+            if waiting is not None:
+                self._give(node, waiting)
+                return
+        busy = self._first(waiting=False)
+        if busy is not None:
+            self._give(node, busy)
             return
-        if any(n is not node and not n.shutting_down and not self._in_stack(n) for n in self.nodes):
-            node.shutdown()
-            return
-        super()._reschedule(node)
+        if in_lane:
+            return  # it is rescheduled as its own tests complete: then it is out of its lane
+        self._give(node, self._first_waiting() or next(iter(self.workqueue)))
