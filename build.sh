@@ -148,7 +148,8 @@ cmd_test() {
   local lint_pid=$!
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
   # Three workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
-  # against moto), and a third worker fills those gaps (pytest ~330 s against ~400 s with two).
+  # against moto), and a third worker fills those gaps (pytest ~330 s against ~400 s with two;
+  # a fourth made fresh-clone runs no faster).
   # Terraform, checkov and lint are niced, so the timing-bound integration tests get the cores first.
   # SERVERLESS_RETRY_TEST_WORKERS overrides; tests/conftest.py and tests/scheduling.py say how the
   # suite splits.
