@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,39 +48,53 @@ def platform_tags(arch: str, glibc_minor: int) -> list[str]:
 
 
 def install_runtime_deps(requirements: Path, cache: Path, python: str, arch: str) -> Path:
-    """pip install the pinned runtime requirements for one runtime, once per requirements hash."""
+    """pip install the pinned runtime requirements for one runtime, once per requirements hash.
+
+    Two builds may run at once (``./build.sh test`` and ``./build.sh package`` in one checkout): each
+    installs into a directory of its own and renames it into place, so neither sees the other's
+    half-written tree; the loser of the rename uses the winner's install."""
     digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
     target = cache / f"deps-{digest}" / f"cp{python.replace('.', '')}-{arch}"
     if (target / ".complete").exists():
         return target
-    if target.exists():
-        shutil.rmtree(target)
-    platforms = [arg for tag in platform_tags(arch, RUNTIMES[python]) for arg in ("--platform", tag)]
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            "--no-compile",
-            "--no-deps",
-            "--target",
-            str(target),
-            # Wheels for the Lambda runtime, not for this machine.
-            *platforms,
-            "--implementation",
-            "cp",
-            "--python-version",
-            python,
-            "--only-binary=:all:",
-            "-r",
-            str(requirements),
-        ],
-        check=True,
-    )
-    (target / ".complete").write_text(digest)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        platforms = [arg for tag in platform_tags(arch, RUNTIMES[python]) for arg in ("--platform", tag)]
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-compile",
+                "--no-deps",
+                "--target",
+                str(staging),
+                # Wheels for the Lambda runtime, not for this machine.
+                *platforms,
+                "--implementation",
+                "cp",
+                "--python-version",
+                python,
+                "--only-binary=:all:",
+                "-r",
+                str(requirements),
+            ],
+            check=True,
+        )
+        (staging / ".complete").write_text(digest)
+        if target.exists() and not (target / ".complete").exists():
+            shutil.rmtree(target)  # an install interrupted before this layout (no staging dir then)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / ".complete").exists():
+                raise  # not another build's finished install: a real failure
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -133,15 +148,22 @@ def merge_installs(installs: dict[str, Path]) -> dict[str, bytes]:
 
 def write_zip(entries: dict[str, bytes], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".zip.tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for arc in sorted(entries):
-            info = zipfile.ZipInfo(arc, date_time=FIXED_TIME)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.create_system = 3  # unix, whatever builds it
-            zf.writestr(info, entries[arc])
-    tmp.replace(out)
+    # A temporary file of this build's own (two builds may write the same zip), renamed over ``out``.
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}-", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+            for arc in sorted(entries):
+                info = zipfile.ZipInfo(arc, date_time=FIXED_TIME)
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.create_system = 3  # unix, whatever builds it
+                zf.writestr(info, entries[arc])
+        tmp.chmod(0o644)  # mkstemp's 0600 would otherwise reach the zip
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def build(out: Path, extra: list[Path]) -> str:

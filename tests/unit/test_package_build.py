@@ -6,7 +6,11 @@ import hashlib
 import os
 import shutil
 import subprocess
+import threading
+import time
 import zipfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
@@ -191,3 +195,82 @@ def test_platform_tags_cover_every_manylinux_the_os_loads() -> None:
     assert "manylinux_2_24_x86_64" in tags
     assert "manylinux_2_27_x86_64" not in tags  # python3.11's Amazon Linux 2 has glibc 2.26
     assert tags[-1] == "manylinux2014_x86_64"
+
+
+def test_builds_writing_one_zip_at_once_each_leave_a_whole_zip(tmp_path: Path) -> None:
+    """Two ./build.sh runs in one checkout write the same dist/*.zip: each renames a temporary file of
+    its own over it (a shared temporary name lost one build's rename, or mixed the two)."""
+    builder = _builder()
+    out = tmp_path / "serverless-retry.zip"
+    payloads = [{f"m{n}/{i}.py": os.urandom(64 * 1024) for i in range(24)} for n in range(6)]
+    barrier = threading.Barrier(len(payloads))
+
+    def write(entries: dict[str, bytes]) -> None:
+        for _ in range(3):
+            barrier.wait(timeout=30)
+            builder.write_zip(entries, out)
+
+    with ThreadPoolExecutor(len(payloads)) as pool:
+        for future in [pool.submit(write, entries) for entries in payloads]:
+            future.result(timeout=60)
+    with zipfile.ZipFile(out) as zf:
+        assert zf.testzip() is None
+        written = {name: zf.read(name) for name in zf.namelist()}
+    assert written in payloads
+    assert os.stat(out).st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temporary file left behind
+
+
+def _fake_pip(calls: list[str], fail: bool = False) -> Callable[..., None]:
+    def run(argv: list[str], check: bool) -> None:
+        target = Path(argv[argv.index("--target") + 1])
+        calls.append(target.name)
+        for i in range(20):  # written slowly, file by file, as pip does
+            (target / "pkg").mkdir(parents=True, exist_ok=True)
+            (target / "pkg" / f"m{i}.py").write_text(f"x = {i}\n")
+            time.sleep(0.002)
+        if fail:
+            raise subprocess.CalledProcessError(1, argv)
+
+    return run
+
+
+def test_builds_installing_one_runtime_at_once_share_a_whole_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each build installs into a directory of its own and renames it into place: with one target
+    directory, a second build's rmtree ran under the first one's pip."""
+    builder = _builder()
+    requirements = tmp_path / "runtime.txt"
+    requirements.write_text("pkg==1\n")
+    calls: list[str] = []
+    monkeypatch.setattr(builder.subprocess, "run", _fake_pip(calls))
+    barrier = threading.Barrier(4)
+
+    def install() -> Path:
+        barrier.wait(timeout=30)
+        return Path(builder.install_runtime_deps(requirements, tmp_path / "cache", "3.12", "x86_64"))
+
+    with ThreadPoolExecutor(4) as pool:
+        targets = {f.result(timeout=60) for f in [pool.submit(install) for _ in range(4)]}
+    (target,) = targets
+    assert (target / ".complete").exists()
+    assert sorted(p.name for p in (target / "pkg").iterdir()) == sorted(f"m{i}.py" for i in range(20))
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no staging directory left
+    # Once complete, a later build installs nothing.
+    before = len(calls)
+    assert builder.install_runtime_deps(requirements, tmp_path / "cache", "3.12", "x86_64") == target
+    assert len(calls) == before
+
+
+def test_a_failed_install_leaves_nothing_a_later_build_would_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = _builder()
+    requirements = tmp_path / "runtime.txt"
+    requirements.write_text("pkg==1\n")
+    monkeypatch.setattr(builder.subprocess, "run", _fake_pip([], fail=True))
+    with pytest.raises(subprocess.CalledProcessError):
+        builder.install_runtime_deps(requirements, tmp_path / "cache", "3.11", "aarch64")
+    (deps,) = (tmp_path / "cache").iterdir()
+    assert list(deps.iterdir()) == []
