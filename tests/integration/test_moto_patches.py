@@ -378,6 +378,29 @@ def test_patched_code_location_serves_the_deployed_zip(patched: Aws) -> None:
         assert response.read() == ZIP
 
 
+# --- lambda_hides_reserved_concurrency_zero ---------------------------------------------------------------
+
+
+def test_raw_moto_get_function_hides_reserved_concurrency_zero(raw: Aws) -> None:
+    name = raw.function()
+    lam = raw.client("lambda")
+    lam.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=0)
+    assert lam.get_function_concurrency(FunctionName=name)["ReservedConcurrentExecutions"] == 0
+    assert "Concurrency" not in lam.get_function(FunctionName=name)
+
+
+def test_patched_get_function_shows_reserved_concurrency(patched: Aws) -> None:
+    name = patched.function()
+    lam = patched.client("lambda")
+    assert "Concurrency" not in lam.get_function(FunctionName=name)  # none reserved: none shown, as AWS
+    for reserved in (0, 3):
+        lam.put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=reserved)
+        shown = lam.get_function(FunctionName=name)["Concurrency"]
+        assert shown == {"ReservedConcurrentExecutions": reserved}
+    lam.delete_function_concurrency(FunctionName=name)
+    assert "Concurrency" not in lam.get_function(FunctionName=name)
+
+
 # --- events_rule_sns_target_not_implemented ---------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from serverless_retry_tools.local.lambda_async import (
     Queued,
     accept_payload,
     after_attempt,
+    after_throttle,
     dead_letter_attributes,
     destination_record,
     error_payload,
@@ -127,6 +128,13 @@ def test_retries_wait_one_then_two_minutes_then_exhaust() -> None:
     final = after_attempt(settings, 3, ok=False)
     assert (final.action, final.condition) == ("discard", "RetriesExhausted")
     assert after_attempt(settings, 2, ok=True).action == "success"
+
+
+def test_throttles_back_off_from_one_second_to_five_minutes_and_never_exhaust() -> None:
+    delays = [after_throttle(n).delay_seconds for n in range(1, 13)]
+    assert delays == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]
+    assert after_throttle(10_000) == after_throttle(12)  # bounded however long it lasts
+    assert {after_throttle(n).action for n in range(1, 50)} == {"retry"}  # only the event's age ends it
 
 
 def test_no_retries_exhausts_at_once() -> None:

@@ -10,6 +10,8 @@ event invoke configuration (GetFunctionEventInvokeConfig) when the event's turn 
 - run in the function's worker with the invocation's request id (the same on every retry);
 - a function error -> queued again with Lambda's delay (60 s, then 120 s, logical) while
   MaximumRetryAttempts allows, else discarded: RetriesExhausted;
+- throttled (reserved concurrency 0) -> queued again, 1 s doubling to 5 min (logical), not counted
+  as an attempt, until the event is too old;
 - success -> the on-success destination; discarded -> the on-failure destination and the function's
   own dead-letter queue (DeadLetterConfig).
 
@@ -31,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from serverless_retry_tools.local.functions import Throttled
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
     AsyncSettings,
     Queued,
     after_attempt,
+    after_throttle,
     dead_letter_attributes,
     destination_kind,
     destination_record,
@@ -175,9 +179,13 @@ class AsyncRunner:
             # Deleted since it was invoked: Lambda drops the event (nothing to run, no record).
             self._rt.emit("async-dropped", function=target, request_id=queued["request_id"], why=str(exc))
             return
-        result = self._rt.functions.invoke(
-            config.arn, json.loads(queued["payload"]), config=config, request_id=queued["request_id"]
-        )
+        try:
+            result = self._rt.functions.invoke(
+                config.arn, json.loads(queued["payload"]), config=config, request_id=queued["request_id"]
+            )
+        except Throttled:
+            self._throttled(queued, config.name)
+            return
         count = queued["invoke_count"] + 1
         self._rt.count(async_invocations=1)
         self._rt.emit(
@@ -212,6 +220,19 @@ class AsyncRunner:
             )
         else:
             self._discard(queued, settings, step.condition, invoke_count=count, result=result)
+
+    def _throttled(self, queued: Queued, function: str) -> None:
+        throttles = queued.get("throttle_count", 0) + 1
+        step = after_throttle(throttles)
+        again: Queued = {**queued, "throttle_count": throttles}
+        sqs = self._rt.client("sqs")
+        sqs.send_message(
+            QueueUrl=self._queue_url(sqs), MessageBody=json.dumps(again), DelaySeconds=step.delay_seconds
+        )
+        self._rt.count(async_throttles=1)
+        self._rt.emit(
+            "async-throttled", function=function, request_id=queued["request_id"], delay=step.delay_seconds
+        )
 
     def _discard(
         self,

@@ -12,8 +12,11 @@ Concurrency. Like Lambda, a function runs several invocations at once, one per w
 an execution environment, runs one invocation at a time): an idle warm worker is reused, a new one is
 started when all are busy, up to the function's cap = min(its reserved concurrency, if set, and the
 pool's ``max_concurrency``, default :data:`DEFAULT_MAX_CONCURRENCY`, sized for a small machine). An
-invocation beyond the cap waits for a worker to come free (where Lambda would throttle). A timeout or
-a crash stops only the worker that ran that invocation.
+invocation beyond the cap waits for a worker to come free (where Lambda would throttle). A reserved
+concurrency of 0 is Lambda's off switch: every invocation is refused at once with :class:`Throttled`,
+and each caller does what its AWS counterpart does with a 429 (an event source mapping retries the
+batch within its visibility timeout, the async queue retries up to the event's maximum age, a pipe
+leaves the batch to come back). A timeout or a crash stops only the worker that ran that invocation.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ __all__ = [
     "InvocationResult",
     "Lease",
     "LogSink",
+    "Throttled",
     "lambda_environment",
+    "throttled",
 ]
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -147,6 +152,23 @@ def lambda_environment(
             env["AWS_LAMBDA_LOG_LEVEL"] = config.log_level
     env.update(extra)
     return env
+
+
+class Throttled(Exception):
+    """Lambda refused the invocation, nothing ran: the function's reserved concurrency is 0
+    (TooManyRequestsException, Reason ReservedFunctionConcurrentInvocationLimitExceeded)."""
+
+    def __init__(self, function: str) -> None:
+        super().__init__(
+            f"TooManyRequestsException: Rate Exceeded. (function {function}: reserved concurrency 0, "
+            "ReservedFunctionConcurrentInvocationLimitExceeded)"
+        )
+        self.function = function
+
+
+def throttled(config: FunctionConfig) -> bool:
+    """Whether Lambda refuses every invocation of the function (reserved concurrency 0)."""
+    return config.reserved_concurrency == 0
 
 
 @dataclass
@@ -352,14 +374,17 @@ class FunctionPool:
             self._log_sink(worker.config.name, worker.config.log_group, worker.log_stream, line)
 
     def capacity(self, config: FunctionConfig) -> int:
-        """How many of this function's invocations may run at once."""
+        """How many of this function's invocations may run at once (0: none, it is throttled)."""
         reserved = config.reserved_concurrency
-        if reserved is not None and reserved >= 1:
+        if reserved is not None:
             return min(reserved, self.max_concurrency)
         return self.max_concurrency
 
     def _acquire(self, config: FunctionConfig) -> tuple[_Slots, _Worker | None]:
-        """Wait for a free slot; return it with an idle worker of this configuration, if any."""
+        """Wait for a free slot; return it with an idle worker of this configuration, if any. With no
+        slot at all (reserved concurrency 0), refuse at once, as Lambda does."""
+        if throttled(config):
+            raise Throttled(config.name)
         with self._pool_lock:
             slots = self._slots.setdefault(config.arn, _Slots())
         with slots.ready:

@@ -13,6 +13,9 @@ Invoke, PutFunctionEventInvokeConfig and FunctionEventInvokeConfig API reference
 - A function error is retried MaximumRetryAttempts times (0-2, default 2): one minute before the
   second attempt, two minutes before the third. An event older than MaximumEventAgeInSeconds
   (60-21600, default 21600 = 6 h) when its turn comes is discarded unrun.
+- A throttled invocation (429: no concurrency, e.g. reserved concurrency 0) goes back to the queue
+  and is tried again, 1 s after the first throttle and exponentially more up to 5 minutes, until the
+  event is older than MaximumEventAgeInSeconds; throttles do not count against MaximumRetryAttempts.
 - Then the invocation record goes to the on-success or on-failure destination: a standard SQS queue,
   a standard SNS topic, a Lambda function (invoked asynchronously), an EventBridge bus (source
   ``lambda``, detail-type ``Lambda Function Invocation Result - Success|Failure``, resources [bus,
@@ -35,7 +38,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "ASYNC_QUEUE_NAME",
@@ -50,6 +53,7 @@ __all__ = [
     "Step",
     "accept_payload",
     "after_attempt",
+    "after_throttle",
     "dead_letter_attributes",
     "destination_kind",
     "destination_record",
@@ -68,6 +72,7 @@ DEFAULT_MAX_RETRY_ATTEMPTS = 2
 DEFAULT_MAX_EVENT_AGE_SECONDS = 21_600
 MIN_EVENT_AGE_SECONDS = 60
 RETRY_DELAYS_SECONDS = (60, 120)
+MAX_THROTTLE_DELAY_SECONDS = 300
 SNS_DESTINATION_MAX_BYTES = 262_144
 EVENTBRIDGE_SOURCE = "lambda"
 _DETAIL_TYPES = {
@@ -89,6 +94,7 @@ class Queued(TypedDict):
     enqueued_ms: int  # logical time it was accepted: the event's age counts from here
     invoke_count: int  # invocations already made
     trigger: str  # invoke | sns | events | destination (for logs)
+    throttle_count: NotRequired[int]  # throttled attempts so far (absent: none)
 
 
 class AsyncInvokeRejected(Exception):
@@ -220,6 +226,13 @@ def after_attempt(settings: AsyncSettings, invoke_count: int, ok: bool) -> Step:
         delay = RETRY_DELAYS_SECONDS[min(invoke_count - 1, len(RETRY_DELAYS_SECONDS) - 1)]
         return Step("retry", delay_seconds=delay)
     return Step("discard", condition="RetriesExhausted")
+
+
+def after_throttle(throttle_count: int) -> Step:
+    """After throttle number ``throttle_count`` (1-based): queued again, 1 s after the first and
+    doubling to 5 minutes (the event's age, checked on pickup, ends it)."""
+    delay = min(MAX_THROTTLE_DELAY_SECONDS, 2 ** min(throttle_count - 1, 16))
+    return Step("retry", delay_seconds=delay)
 
 
 def format_timestamp(ms: int) -> str:

@@ -215,6 +215,24 @@ def _lambda_code_location_unreachable(ctx: PatchContext) -> Undo:
     return replace(LambdaFunction, "get_code", new_get_code)
 
 
+def _lambda_hides_reserved_concurrency_zero(_: PatchContext) -> Undo:
+    # PutFunctionConcurrency with 0 is stored, but GetFunction leaves Concurrency out when the value
+    # is falsy, so a function throttled to a standstill looks unlimited. AWS returns
+    # {"ReservedConcurrentExecutions": 0}; the runtime reads it there and throttles every invocation.
+    from moto.awslambda.models import LambdaFunction
+
+    get_code = LambdaFunction.__dict__["get_code"]
+
+    def new_get_code(self: Any) -> dict[str, Any]:
+        resp: dict[str, Any] = get_code(self)
+        reserved = getattr(self, "reserved_concurrency", None)
+        if reserved is not None and "Concurrency" not in resp:
+            resp["Concurrency"] = {"ReservedConcurrentExecutions": int(reserved)}
+        return resp
+
+    return replace(LambdaFunction, "get_code", new_get_code)
+
+
 # --- EventBridge ---------------------------------------------------------------------------------
 
 
@@ -294,6 +312,11 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         "lambda_code_location_unreachable",
         "GetFunction gives no reachable Code.Location for the deployed zip",
         _lambda_code_location_unreachable,
+    ),
+    Patch(
+        "lambda_hides_reserved_concurrency_zero",
+        "GetFunction leaves out a reserved concurrency of 0 (the function looks unthrottled)",
+        _lambda_hides_reserved_concurrency_zero,
     ),
     Patch(
         "events_rule_sns_target_not_implemented",

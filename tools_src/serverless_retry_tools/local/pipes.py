@@ -17,7 +17,8 @@ partial batch failure for enrichment.
 
 The source messages are deleted only when enrichment and delivery both succeeded (or the
 enrichment filtered them out); otherwise they return after the queue's visibility timeout, and its
-redrive policy applies. Not emulated (a warning says so): FilterCriteria, InputTemplate, and
+redrive policy applies. A throttled enrichment or Lambda target (reserved concurrency 0) fails the
+batch the same way. Not emulated (a warning says so): FilterCriteria, InputTemplate, and
 non-SQS sources.
 """
 
@@ -28,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from serverless_retry_tools.local.functions import InvocationResult, Throttled
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
 from serverless_retry_tools.local.sqs_events import sqs_event
 
@@ -138,7 +140,12 @@ class PipeRunner:
         error = ""
         enrichment = pipe.get("Enrichment")
         if enrichment:
-            result = self._rt.functions.invoke(enrichment, items)
+            try:
+                result = self._rt.functions.invoke(enrichment, items)
+            except Throttled as exc:  # the batch comes back, as after any enrichment failure
+                result = InvocationResult(
+                    request_id="", ok=False, error={"errorType": "Throttled", "errorMessage": str(exc)}
+                )
             if not result.ok:
                 error = f"enrichment failed: {result.error_text}"
             elif len(json.dumps(result.result).encode()) > ENRICHMENT_RESPONSE_LIMIT:

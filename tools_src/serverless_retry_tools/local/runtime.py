@@ -19,7 +19,10 @@ flight, so a group stays in order. Each batch then gets Lambda's rules for the a
 (:func:`serverless_retry_tools.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
 and the whole batch when the handler raised, timed out or crashed, are left alone, so the visibility
 timeout brings them back and the queue's redrive policy moves them to its DLQ after
-maxReceiveCount receives. Not emulated: FilterCriteria (a mapping with one is skipped, with a
+maxReceiveCount receives. A function whose reserved concurrency is 0 is throttled, as on AWS: the
+poller still receives (one batch at a time here), retries the invocation with backoff while the
+batch's visibility timeout runs, and otherwise leaves the batch to come back, one receive nearer the
+DLQ; raise the reserved concurrency within the timeout and the batch runs. Not emulated: FilterCriteria (a mapping with one is skipped, with a
 warning) and Lambda's scaling above the runtime's cap (it starts at five batches and adds up to 300
 concurrent pollers a minute; here the cap is reached at once).
 
@@ -81,6 +84,7 @@ from serverless_retry_tools.local.functions import (
     FunctionConfig,
     FunctionPool,
     Lease,
+    throttled,
 )
 from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
@@ -237,10 +241,14 @@ class Runtime:
             "messages_deleted": 0,
             "messages_left_for_retry": 0,
             "failed_batches": 0,
+            "throttled_batches": 0,  # received for a function with reserved concurrency 0
+            "throttled_batches_returned": 0,  # still throttled when their visibility timeout ran out
+            "messages_throttled": 0,
             "schedules_fired": 0,
             "schedule_delivery_failures": 0,
             "schedules_dead_lettered": 0,
             "async_invocations": 0,
+            "async_throttles": 0,
             "pipe_batches": 0,
             "pipe_messages": 0,
         }
@@ -407,8 +415,13 @@ class Runtime:
                     if config != prepared:
                         self.functions.prepare(config)
                         prepared = config
+                    limit = self._batch_limit(mapping, config)
+                    if limit == 0:  # reserved concurrency 0: received, then throttled
+                        if flight.wait_below(1, self._stop):
+                            self._poll_throttled(sqs, mapping, config, flight)
+                        continue
                     # Receive only what can run now: a received message's visibility timeout is ticking.
-                    if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
+                    if not flight.wait_below(limit, self._stop):
                         continue
                     # ... and only with a warm worker in hand, for the same reason.
                     lease = self.functions.lease(config)
@@ -448,6 +461,55 @@ class Runtime:
             name=f"esm-batch-{mapping['UUID'][:8]}",
         )
         return True
+
+    def _poll_throttled(
+        self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight
+    ) -> None:
+        """Lambda's pollers do not look at reserved concurrency: they receive a batch and the invoke
+        is throttled. Receive one and keep retrying it in the background."""
+        queue_url = self.queue_url(sqs, mapping["EventSourceArn"])
+        batch_size = int(mapping.get("BatchSize") or 10)
+        window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
+        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        if not received:
+            return
+        self.count(throttled_batches=1, messages_throttled=len(received))
+        self.emit("throttled", mapping=mapping["UUID"], function=config.name, size=len(received))
+
+        def retry() -> None:
+            try:
+                self._retry_throttled(sqs, mapping, queue_url, received)
+            except Exception as exc:  # the messages come back after their visibility timeout
+                self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
+
+        flight.start(retry, name=f"esm-throttled-{mapping['UUID'][:8]}")
+
+    def _retry_throttled(
+        self, sqs: Any, mapping: dict[str, Any], queue_url: str, received: list[dict[str, Any]]
+    ) -> None:
+        """Retry a throttled batch with backoff (logical 1 s doubling to 60 s) until its visibility
+        timeout runs out; then the messages come back by themselves with their receive count raised."""
+        visibility = int(
+            sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"])["Attributes"][
+                "VisibilityTimeout"
+            ]
+        )
+        deadline = time.monotonic() + self.clock.real_duration(visibility)
+        delay = 1.0
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.wait(min(self.clock.real_duration(delay), left)):
+                break
+            current = self._mapping(mapping["UUID"])
+            if current is None or current.get("State") not in ("Enabled", "Enabling", "Updating", None):
+                break  # deleted or disabled meanwhile: Lambda stops retrying its batches too
+            config = self._function_of(current)
+            if not throttled(config):
+                self._run_batch(sqs, current, config, queue_url, received, lease=self.functions.lease(config))
+                return
+            delay = min(delay * 2, 60.0)
+        self.count(throttled_batches_returned=1)
+        self.emit("throttled-returned", mapping=mapping["UUID"], size=len(received))
 
     def _run_batch(
         self,

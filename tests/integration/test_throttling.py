@@ -1,0 +1,179 @@
+"""Reserved concurrency 0 throttles every invocation, and each caller does what its AWS counterpart
+does with the 429 (README, fidelity table): an SQS event source mapping still receives, retries the
+batch within its visibility timeout, then lets it come back one receive nearer the DLQ; the async
+queue retries without counting attempts until the event is too old; a pipe fails the batch."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from serverless_retry_tools.local.emulator import Emulator
+
+from tests.integration.test_fidelity import Aws, Run, _pipe
+
+# Prints what it saw: an SQS batch (each record's body and receive count) or an async event.
+APP = """
+import json
+def handler(event, context):
+    if isinstance(event, dict) and "Records" in event:
+        for r in event["Records"]:
+            print("seen", json.loads(r["body"])["n"], r["attributes"]["ApproximateReceiveCount"])
+        return {"batchItemFailures": []}
+    print("async", json.dumps(event))
+    return {"ok": True}
+"""
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[Aws]:
+    """Clock x60: one logical minute per real second."""
+    with Emulator(clock_scale=60) as emulator:
+        yield Aws(emulator)
+
+
+def _throttled_function(aws: Aws) -> str:
+    name = aws.function(APP)
+    aws.client("lambda").put_function_concurrency(FunctionName=name, ReservedConcurrentExecutions=0)
+    return name
+
+
+def _lines(aws: Aws, function: str, prefix: str) -> list[str]:
+    logs = aws.client("logs")
+    try:
+        events = logs.filter_log_events(logGroupName=f"/aws/lambda/{function}")["events"]
+    except logs.exceptions.ResourceNotFoundException:
+        return []
+    return [e["message"].strip() for e in events if e["message"].startswith(prefix)]
+
+
+def _once(condition: Callable[[], bool], action: Callable[[], None]) -> Callable[[], bool]:
+    """True once ``action`` has run; it runs the first time ``condition`` holds."""
+    done: list[bool] = []
+
+    def check() -> bool:
+        if not done and condition():
+            action()
+            done.append(True)
+        return bool(done)
+
+    return check
+
+
+def _queue_with_dlq(aws: Aws, visibility: int, max_receives: int) -> tuple[str, str, str]:
+    dlq_url, dlq_arn = aws.queue("thr-dlq")
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receives)})
+    url, arn = aws.queue("thr", VisibilityTimeout=str(visibility), RedrivePolicy=redrive)
+    return url, arn, dlq_url
+
+
+def test_a_mapping_on_a_throttled_function_receives_and_the_batches_drift_to_the_dlq(
+    aws: Aws, tmp_path: Path
+) -> None:
+    url, arn, dlq = _queue_with_dlq(aws, visibility=30, max_receives=2)
+    function = _throttled_function(aws)
+    aws.client("lambda").create_event_source_mapping(EventSourceArn=arn, FunctionName=function, BatchSize=10)
+    sqs = aws.client("sqs")
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": n}))
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: aws.depth(dlq) == 3 and aws.depth(url) == 0, deadline=30)
+    assert _lines(aws, function, "seen") == []  # never ran
+    assert run.of("batch") == []
+    assert len(run.of("throttled")) >= 2  # received at least twice before maxReceiveCount moved them
+    assert run.of("throttled-returned")
+    assert sorted(json.loads(m["Body"])["n"] for m in aws.receive_all(dlq, expect=3)) == [0, 1, 2]
+    assert not run.runtime.errors
+
+
+def test_a_throttled_batch_runs_once_the_reserved_concurrency_is_raised_within_its_visibility_timeout(
+    aws: Aws, tmp_path: Path
+) -> None:
+    url, arn, dlq = _queue_with_dlq(aws, visibility=600, max_receives=5)
+    function = _throttled_function(aws)
+    lam = aws.client("lambda")
+    lam.create_event_source_mapping(EventSourceArn=arn, FunctionName=function, BatchSize=10)
+    sqs = aws.client("sqs")
+    for n in range(2):
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": n}))
+    run = Run(aws, tmp_path)
+    raised = _once(
+        lambda: bool(run.of("throttled")), lambda: lam.delete_function_concurrency(FunctionName=function)
+    )
+    assert run.until(lambda: raised() and run.runtime.stats["messages_deleted"] == 2 and aws.depth(url) == 0)
+    # Run on their first receive: Lambda retried the throttled batch, it did not wait for it to return.
+    assert sorted(_lines(aws, function, "seen")) == ["seen 0 1", "seen 1 1"]
+    assert aws.depth(dlq) == 0
+    assert not run.runtime.errors
+
+
+def _invoke_config(aws: Aws, function: str, max_age: int, **destinations: str) -> None:
+    aws.client("lambda").put_function_event_invoke_config(
+        FunctionName=function,
+        MaximumRetryAttempts=0,
+        MaximumEventAgeInSeconds=max_age,
+        DestinationConfig={kind: {"Destination": arn} for kind, arn in destinations.items()},
+    )
+
+
+def test_a_throttled_async_event_is_retried_until_too_old_then_goes_to_on_failure(
+    aws: Aws, tmp_path: Path
+) -> None:
+    function = _throttled_function(aws)
+    failures, failures_arn = aws.queue("thr-failures")
+    _invoke_config(aws, function, max_age=60, OnFailure=failures_arn)
+    answer = aws.client("lambda").invoke(FunctionName=function, InvocationType="Event", Payload=b'{"n": 1}')
+    assert answer["StatusCode"] == 202  # accepted: Invoke itself is not throttled for async events
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: aws.depth(failures) == 1, deadline=30)
+    (message,) = aws.receive_all(failures, expect=1)
+    record = json.loads(message["Body"])
+    assert record["requestContext"]["condition"] == "EventAgeExceeded"
+    assert record["requestContext"]["approximateInvokeCount"] == 0  # throttles are not attempts
+    assert record["requestPayload"] == {"n": 1}
+    delays = [t["delay"] for t in run.of("async-throttled")]
+    assert len(delays) >= 3
+    assert delays[:3] == [1, 2, 4]  # exponential from 1 s (logical)
+    assert _lines(aws, function, "async") == []
+    assert not run.runtime.errors
+
+
+def test_a_throttled_async_event_runs_once_unthrottled_and_counts_one_attempt(
+    aws: Aws, tmp_path: Path
+) -> None:
+    function = _throttled_function(aws)
+    lam = aws.client("lambda")
+    successes, successes_arn = aws.queue("thr-successes")
+    _invoke_config(aws, function, max_age=3600, OnSuccess=successes_arn)
+    lam.invoke(FunctionName=function, InvocationType="Event", Payload=b'{"n": 2}')
+    run = Run(aws, tmp_path)
+    raised = _once(
+        lambda: bool(run.of("async-throttled")),
+        lambda: lam.delete_function_concurrency(FunctionName=function),
+    )
+    assert run.until(lambda: raised() and aws.depth(successes) == 1, deadline=30)
+    (message,) = aws.receive_all(successes, expect=1)
+    record = json.loads(message["Body"])
+    assert record["requestContext"]["condition"] == "Success"
+    assert record["requestContext"]["approximateInvokeCount"] == 1
+    assert _lines(aws, function, "async") == ['async {"n": 2}']
+    assert not run.runtime.errors
+
+
+def test_a_throttled_pipe_enrichment_fails_the_batch_and_loses_nothing(aws: Aws, tmp_path: Path) -> None:
+    name, source, sink = _pipe(aws)
+    enrichment = aws.client("pipes").describe_pipe(Name=name)["Enrichment"]
+    aws.client("lambda").put_function_concurrency(FunctionName=enrichment, ReservedConcurrentExecutions=0)
+    aws.client("sqs").send_message(QueueUrl=source, MessageBody=json.dumps({"mode": "pass"}))
+    run = Run(aws, tmp_path)
+
+    def ours() -> list[dict[str, object]]:
+        return [p for p in run.of("pipe") if p["pipe"] == name]
+
+    assert run.until(lambda: len(ours()) >= 2, deadline=20)
+    assert not any(p["ok"] for p in ours())
+    assert "TooManyRequestsException" in str(ours()[0]["why"])
+    assert aws.depth(source) == 1  # handed back to the queue, not lost
+    assert aws.receive_all(sink, wait=1.0) == []
