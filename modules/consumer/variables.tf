@@ -183,7 +183,7 @@ variable "timeout" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions, or null to draw from the account's pool. Prefer maximum_concurrency to bound the SQS poller."
+  description = "Reserved concurrent executions, or null to draw from the account's pool. Prefer maximum_concurrency to bound the SQS poller. 0 throttles every invocation, and the mapping still receives: batches drift toward the DLQ, so it is no way to pause the consumer (disable the event source mapping instead)."
   type        = number
   default     = null
 
