@@ -165,6 +165,12 @@ resource "aws_lambda_event_source_mapping" "this" {
       error_message = "The queue's visibility timeout (${var.queue.visibility_timeout_seconds} s) must be at least 6 x the function timeout (${var.timeout} s), i.e. >= ${6 * var.timeout} s. AWS Lambda's guidance for SQS event sources: set the source queue's visibility timeout to at least six times the timeout you configure on your function, so a batch that is throttled or retried is not received again while it is still being processed."
     }
 
+    # AWS's guidance: maximum concurrency no higher than the function's reserved concurrency.
+    precondition {
+      condition     = var.maximum_concurrency == null || coalesce(var.reserved_concurrency, 0) == 0 || coalesce(var.maximum_concurrency, 0) <= coalesce(var.reserved_concurrency, 0)
+      error_message = "maximum_concurrency (${coalesce(var.maximum_concurrency, 0)}) is above reserved_concurrency (${coalesce(var.reserved_concurrency, 0)}): the mapping would invoke the function more often at once than it may run, and Lambda throttles the extra batches, which come back to the queue one receive nearer the DLQ. Set maximum_concurrency to at most reserved_concurrency, as AWS advises for SQS event sources."
+    }
+
     precondition {
       # FIFO event sources take at most 10 records and no batching window.
       condition     = !local.fifo || (var.batch_size <= 10 && var.maximum_batching_window_seconds == 0)
@@ -226,4 +232,14 @@ locals {
     local.fifo && var.fifo_order == "ordered" ? "a FIFO queue retried in order (in place, with the visibility timeout)" :
     "transport ${module.policy.transport} (retries ${module.policy.transport == "sqs-hops" ? "hop through" : "stay in"} the source queue)"
   )
+}
+
+# Lambda's SQS pollers do not look at reserved concurrency: what they receive beyond it is throttled
+# and comes back to the queue, one receive nearer the DLQ. A warning, not an error: 0 is a valid
+# emergency stop for the function, and 1 cannot be matched (maximum_concurrency is at least 2).
+check "sqs_pollers_within_reserved_concurrency" {
+  assert {
+    condition     = var.reserved_concurrency == null || (coalesce(var.reserved_concurrency, 0) > 0 && var.maximum_concurrency != null)
+    error_message = coalesce(var.reserved_concurrency, -1) == 0 ? "reserved_concurrency = 0 throttles every invocation, but the SQS event source mapping keeps receiving: each batch comes back to the queue one receive nearer the DLQ. To pause the consumer, disable its event source mapping instead." : "reserved_concurrency = ${coalesce(var.reserved_concurrency, -1)} without maximum_concurrency: Lambda's SQS pollers receive more batches than the function may run, and the extra ones are throttled, each time one receive nearer the DLQ. Set maximum_concurrency between 2 and reserved_concurrency (for one at a time, use a FIFO queue with one message group)."
+  }
 }

@@ -183,7 +183,7 @@ variable "timeout" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions, or null to draw from the account's pool. Prefer maximum_concurrency to bound the SQS poller. 0 throttles every invocation, and the mapping still receives: batches drift toward the DLQ, so it is no way to pause the consumer (disable the event source mapping instead)."
+  description = "Reserved concurrent executions, or null to draw from the account's pool. With it, set maximum_concurrency to at most this (a precondition; without it, a plan warning): Lambda's SQS pollers do not look at reserved concurrency, and batches received beyond it are throttled and drift toward the DLQ. 0 throttles every invocation while the mapping still receives, so it is no way to pause the consumer (disable the event source mapping instead)."
   type        = number
   default     = null
 

@@ -155,7 +155,7 @@ variable "memory_size" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions of the function, or null."
+  description = "Reserved concurrent executions of the function, or null. With it, set maximum_concurrency to at most this (modules/consumer checks it): Lambda's SQS pollers do not look at reserved concurrency, and batches received beyond it are throttled and drift toward the DLQ."
   type        = number
   default     = null
 }

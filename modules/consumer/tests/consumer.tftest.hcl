@@ -896,3 +896,49 @@ run "native_retry_must_reach_the_dlq_within_retention" {
 
   expect_failures = [aws_lambda_event_source_mapping.this]
 }
+
+run "maximum_concurrency_above_reserved_concurrency" {
+  command = plan
+
+  variables {
+    reserved_concurrency = 5
+    maximum_concurrency  = 10
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "reserved_concurrency_within_maximum_concurrency_plans_clean" {
+  command = plan
+
+  variables {
+    reserved_concurrency = 10
+    maximum_concurrency  = 10
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.reserved_concurrent_executions == 10 && aws_lambda_event_source_mapping.this.scaling_config[0].maximum_concurrency == 10
+    error_message = "reserved and maximum concurrency pass through when the pollers stay within the reserve."
+  }
+}
+
+run "reserved_concurrency_without_maximum_concurrency_warns" {
+  command = plan
+
+  variables {
+    reserved_concurrency = 5
+  }
+
+  expect_failures = [check.sqs_pollers_within_reserved_concurrency]
+}
+
+run "reserved_concurrency_zero_warns" {
+  command = plan
+
+  variables {
+    reserved_concurrency = 0
+    maximum_concurrency  = 2
+  }
+
+  expect_failures = [check.sqs_pollers_within_reserved_concurrency]
+}
