@@ -1,7 +1,9 @@
 """Reserved concurrency 0 throttles every invocation, and each caller does what its AWS counterpart
 does with the 429 (README, fidelity table): an SQS event source mapping still receives, retries the
 batch within its visibility timeout, then lets it come back one receive nearer the DLQ; the async
-queue retries without counting attempts until the event is too old; a pipe fails the batch."""
+queue retries without counting attempts until the event is too old; a pipe fails the batch. Past a
+reserved concurrency of 1 or more, a mapping's pollers overpull the same way unless its
+MaximumConcurrency stays within the reserve."""
 
 from __future__ import annotations
 
@@ -177,3 +179,60 @@ def test_a_throttled_pipe_enrichment_fails_the_batch_and_loses_nothing(aws: Aws,
     assert "TooManyRequestsException" in str(ours()[0]["why"])
     assert aws.depth(source) == 1  # handed back to the queue, not lost
     assert aws.receive_all(sink, wait=1.0) == []
+
+
+# One record per batch, 0.3 real s each.
+SLOW = """
+import json, time
+def handler(event, context):
+    for r in event["Records"]:
+        print("seen", json.loads(r["body"])["n"], r["attributes"]["ApproximateReceiveCount"])
+    time.sleep(0.3)
+    return {"batchItemFailures": []}
+"""
+
+
+def _slow_consumer(aws: Aws, reserved: int, visibility: int, **mapping: object) -> tuple[str, str, str]:
+    url, arn, dlq = _queue_with_dlq(aws, visibility=visibility, max_receives=2)
+    function = aws.function(SLOW)
+    lam = aws.client("lambda")
+    lam.put_function_concurrency(FunctionName=function, ReservedConcurrentExecutions=reserved)
+    lam.create_event_source_mapping(EventSourceArn=arn, FunctionName=function, BatchSize=1, **mapping)
+    sqs = aws.client("sqs")
+    for n in range(6):
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"n": n}))
+    return function, url, dlq
+
+
+def _settled(aws: Aws, run: Run, url: str, dlq: str) -> Callable[[], bool]:
+    return lambda: aws.depth(url) == 0 and run.runtime.stats["messages_deleted"] + aws.depth(dlq) >= 6
+
+
+def test_pollers_past_the_reserved_concurrency_overpull_and_batches_come_back(
+    aws: Aws, tmp_path: Path
+) -> None:
+    # Reserve 1, no MaximumConcurrency: the pollers take up to four batches at once. Of three waiting
+    # behind the one running, the last waits at least 0.6 s, beyond the 0.5 s visibility timeout.
+    function, url, dlq = _slow_consumer(aws, reserved=1, visibility=30)  # 0.5 real s at x60
+    run = Run(aws, tmp_path)
+    assert run.until(_settled(aws, run, url, dlq), deadline=40)
+    assert run.of("throttled")  # received with the reserve in use, as Lambda's pollers do
+    assert run.of("throttled-returned")  # still throttled when its visibility timeout ran out
+    dead = {json.loads(m["Body"])["n"] for m in aws.receive_all(dlq, expect=aws.depth(dlq))}
+    seen = {int(line.split()[1]) for line in _lines(aws, function, "seen")}
+    assert seen | dead == set(range(6))  # nothing lost: processed, or dead-lettered after 2 receives
+    # A batch that got its slot just before its visibility timeout ran out may finish after the
+    # message was received again: its delete is refused, as SQS refuses a stale receipt handle.
+    assert all("ReceiptHandleIsInvalid" in error for error in run.runtime.errors), run.runtime.errors
+
+
+def test_maximum_concurrency_within_the_reserve_throttles_nothing(aws: Aws, tmp_path: Path) -> None:
+    function, url, dlq = _slow_consumer(
+        aws, reserved=2, visibility=120, ScalingConfig={"MaximumConcurrency": 2}
+    )
+    run = Run(aws, tmp_path)
+    assert run.until(_settled(aws, run, url, dlq), deadline=40)
+    assert run.of("throttled") == []
+    assert aws.depth(dlq) == 0
+    assert {int(line.split()[1]) for line in _lines(aws, function, "seen")} == set(range(6))
+    assert not run.runtime.errors

@@ -16,7 +16,8 @@ invocation beyond the cap waits for a worker to come free (where Lambda would th
 concurrency of 0 is Lambda's off switch: every invocation is refused at once with :class:`Throttled`,
 and each caller does what its AWS counterpart does with a 429 (an event source mapping retries the
 batch within its visibility timeout, the async queue retries up to the event's maximum age, a pipe
-leaves the batch to come back). A timeout or a crash stops only the worker that ran that invocation.
+leaves the batch to come back). An event source mapping's pollers, which on AWS do not look at
+reserved concurrency, are also refused while the reserve is in use (``lease(throttle=True)``). A timeout or a crash stops only the worker that ran that invocation.
 """
 
 from __future__ import annotations
@@ -380,15 +381,26 @@ class FunctionPool:
             return min(reserved, self.max_concurrency)
         return self.max_concurrency
 
-    def _acquire(self, config: FunctionConfig) -> tuple[_Slots, _Worker | None]:
+    def _acquire(
+        self, config: FunctionConfig, *, throttle: bool = False, patience: float = 0.0
+    ) -> tuple[_Slots, _Worker | None]:
         """Wait for a free slot; return it with an idle worker of this configuration, if any. With no
-        slot at all (reserved concurrency 0), refuse at once, as Lambda does."""
+        slot at all (reserved concurrency 0), or with ``throttle`` while the reserve is in use, refuse
+        at once, as Lambda does."""
         if throttled(config):
             raise Throttled(config.name)
+        reserved = config.reserved_concurrency
+        give_up = time.monotonic() + patience
         with self._pool_lock:
             slots = self._slots.setdefault(config.arn, _Slots())
         with slots.ready:
             while slots.busy >= self.capacity(config):
+                if throttle and reserved is not None and slots.busy >= reserved:
+                    left = give_up - time.monotonic()
+                    if left <= 0 or self._closed:
+                        raise Throttled(config.name)
+                    slots.ready.wait(min(left, _SLOT_WAIT_SECONDS))
+                    continue
                 if self._closed:
                     raise RuntimeError("the function pool is closed")
                 slots.ready.wait(_SLOT_WAIT_SECONDS)
@@ -447,12 +459,17 @@ class FunctionPool:
         finally:
             lease.release()
 
-    def lease(self, config: FunctionConfig, *, warm: bool = True) -> Lease:
+    def lease(
+        self, config: FunctionConfig, *, warm: bool = True, throttle: bool = False, patience: float = 0.0
+    ) -> Lease:
         """Hold one of the function's slots (waiting while :meth:`capacity` are held) with an idle
         worker or, ``warm``, a new one whose handler is already imported: an event source mapping
-        takes one before it receives, so a batch's visibility timeout is not spent starting Python.
+        takes one before it invokes, so a batch's visibility timeout is not spent starting Python.
+        With ``throttle``, raise :class:`Throttled` while the function's reserved concurrency is all
+        in use, as Lambda answers an SQS poller, after waiting up to ``patience`` real seconds for a
+        slot of the reserve to free up (the runtime's own cap is always waited for).
         The caller must :meth:`Lease.release` it."""
-        slots, worker = self._acquire(config)
+        slots, worker = self._acquire(config, throttle=throttle, patience=patience)
         lease = Lease(self, slots, worker)
         if worker is None and warm:
             try:

@@ -9,20 +9,19 @@ BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batc
 queue's own visibility timeout, and hands the batch to the mapped function (see
 :mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, worker
 processes, the function's timeout). As Lambda's pollers do, it goes on receiving while batches run:
-up to min(ScalingConfig.MaximumConcurrency, if set, and the function's concurrency cap: its reserved
-concurrency and the runtime's ``max_concurrency``) batches of one mapping are in flight, and it
-receives no more than that (a received message's visibility timeout is running), each receive with
-a warm worker in hand (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
+up to min(ScalingConfig.MaximumConcurrency, if set, and the runtime's ``max_concurrency``) batches
+of one mapping are in flight, and it receives no more than that (a received message's visibility
+timeout is running), each receive with a warm worker in hand (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
 than starting Python and importing a handler under load). A FIFO queue's
 batches run concurrently across message groups; SQS hands out no message of a group that has one in
 flight, so a group stays in order. Each batch then gets Lambda's rules for the answer
 (:func:`serverless_retry_tools.local.sqs_events.judge_batch`): successes are deleted; batch item failures,
 and the whole batch when the handler raised, timed out or crashed, are left alone, so the visibility
 timeout brings them back and the queue's redrive policy moves them to its DLQ after
-maxReceiveCount receives. A function whose reserved concurrency is 0 is throttled, as on AWS: the
-poller still receives (one batch at a time here), retries the invocation with backoff while the
-batch's visibility timeout runs, and otherwise leaves the batch to come back, one receive nearer the
-DLQ; raise the reserved concurrency within the timeout and the batch runs. Not emulated: FilterCriteria (a mapping with one is skipped, with a
+maxReceiveCount receives. Reserved concurrency is not a poller limit, as on AWS: past it (and always
+at 0) the poller still receives, and the invocation is throttled; the batch runs as soon as a slot of
+the reserve frees up within its visibility timeout, and otherwise comes back, one receive nearer the
+DLQ. ScalingConfig.MaximumConcurrency at most the reserve prevents this. Not emulated: FilterCriteria (a mapping with one is skipped, with a
 warning) and Lambda's scaling above the runtime's cap (it starts at five batches and adds up to 300
 concurrent pollers a minute; here the cap is reached at once).
 
@@ -84,6 +83,7 @@ from serverless_retry_tools.local.functions import (
     FunctionConfig,
     FunctionPool,
     Lease,
+    Throttled,
     throttled,
 )
 from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
@@ -415,13 +415,12 @@ class Runtime:
                     if config != prepared:
                         self.functions.prepare(config)
                         prepared = config
-                    limit = self._batch_limit(mapping, config)
-                    if limit == 0:  # reserved concurrency 0: received, then throttled
-                        if flight.wait_below(1, self._stop):
-                            self._poll_throttled(sqs, mapping, config, flight)
+                    # Receive only what the pollers may run: a received message's visibility timeout
+                    # is ticking.
+                    if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
                         continue
-                    # Receive only what can run now: a received message's visibility timeout is ticking.
-                    if not flight.wait_below(limit, self._stop):
+                    if config.reserved_concurrency is not None:
+                        self._poll_reserved(sqs, mapping, config, flight)
                         continue
                     # ... and only with a warm worker in hand, for the same reason.
                     lease = self.functions.lease(config)
@@ -438,9 +437,10 @@ class Runtime:
             flight.drain()  # a stop lets the running batches finish (each within its function's timeout)
 
     def _batch_limit(self, mapping: dict[str, Any], config: FunctionConfig) -> int:
-        """Batches of this mapping that may run at once: ScalingConfig.MaximumConcurrency (2-1000)
-        when set, never above what the function may run (reserved concurrency, the runtime's cap)."""
-        cap = self.functions.capacity(config)
+        """Batches of this mapping in flight at once: ScalingConfig.MaximumConcurrency (2-1000) when
+        set, never above the runtime's cap. Not the function's reserved concurrency: Lambda's pollers
+        ignore it, and the batches past it are throttled (the overpull MaximumConcurrency prevents)."""
+        cap = self.functions.max_concurrency
         maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return min(cap, int(maximum)) if maximum else cap
 
@@ -462,52 +462,66 @@ class Runtime:
         )
         return True
 
-    def _poll_throttled(
+    def _poll_reserved(
         self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight
     ) -> None:
-        """Lambda's pollers do not look at reserved concurrency: they receive a batch and the invoke
-        is throttled. Receive one and keep retrying it in the background."""
+        """A function with reserved concurrency. Lambda's pollers do not look at it: they receive a
+        batch, then invoke, and past the reserve (always, at 0) the invoke is throttled. No slot is
+        held while receiving: a poll waiting on an empty queue would keep a throttled batch out."""
         queue_url = self.queue_url(sqs, mapping["EventSourceArn"])
         batch_size = int(mapping.get("BatchSize") or 10)
         window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
         received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
         if not received:
             return
-        self.count(throttled_batches=1, messages_throttled=len(received))
-        self.emit("throttled", mapping=mapping["UUID"], function=config.name, size=len(received))
+        try:
+            lease = self.functions.lease(config, throttle=True)
+        except Throttled:
+            self.count(throttled_batches=1, messages_throttled=len(received))
+            self.emit("throttled", mapping=mapping["UUID"], function=config.name, size=len(received))
 
-        def retry() -> None:
-            try:
-                self._retry_throttled(sqs, mapping, queue_url, received)
-            except Exception as exc:  # the messages come back after their visibility timeout
-                self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
+            def retry() -> None:
+                try:
+                    self._retry_throttled(sqs, mapping, queue_url, received)
+                except Exception as exc:  # the messages come back after their visibility timeout
+                    self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
 
-        flight.start(retry, name=f"esm-throttled-{mapping['UUID'][:8]}")
+            flight.start(retry, name=f"esm-throttled-{mapping['UUID'][:8]}")
+            return
+        flight.start(
+            lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
+            name=f"esm-batch-{mapping['UUID'][:8]}",
+        )
 
     def _retry_throttled(
         self, sqs: Any, mapping: dict[str, Any], queue_url: str, received: list[dict[str, Any]]
     ) -> None:
-        """Retry a throttled batch with backoff (logical 1 s doubling to 60 s) until its visibility
-        timeout runs out; then the messages come back by themselves with their receive count raised."""
+        """Retry a throttled batch until its visibility timeout runs out: it runs as soon as a slot
+        of the function's reserve frees up (or the reserve is raised); otherwise the messages come
+        back by themselves, their receive count raised by the next receive."""
         visibility = int(
             sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["VisibilityTimeout"])["Attributes"][
                 "VisibilityTimeout"
             ]
         )
         deadline = time.monotonic() + self.clock.real_duration(visibility)
-        delay = 1.0
         while not self._stop.is_set():
             left = deadline - time.monotonic()
-            if left <= 0 or self._stop.wait(min(self.clock.real_duration(delay), left)):
+            if left <= 0:
                 break
             current = self._mapping(mapping["UUID"])
             if current is None or current.get("State") not in ("Enabled", "Enabling", "Updating", None):
                 break  # deleted or disabled meanwhile: Lambda stops retrying its batches too
-            config = self._function_of(current)
-            if not throttled(config):
-                self._run_batch(sqs, current, config, queue_url, received, lease=self.functions.lease(config))
-                return
-            delay = min(delay * 2, 60.0)
+            config = self._function_of(current)  # re-read: the reserve may have been raised
+            wait = min(left, _MAPPING_REFRESH_SECONDS)
+            try:
+                lease = self.functions.lease(config, throttle=True, patience=wait)
+            except Throttled:
+                if throttled(config):  # refused without waiting: wait for a new configuration
+                    self._stop.wait(wait)
+                continue
+            self._run_batch(sqs, current, config, queue_url, received, lease=lease)
+            return
         self.count(throttled_batches_returned=1)
         self.emit("throttled-returned", mapping=mapping["UUID"], size=len(received))
 
