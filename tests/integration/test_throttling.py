@@ -3,10 +3,11 @@ does with the 429 (README, fidelity table): an SQS event source mapping still re
 batch within its visibility timeout, then lets it come back one receive nearer the DLQ; the async
 queue retries without counting attempts until the event is too old; a pipe fails the batch. Past a
 reserved concurrency of 1 or more, a mapping's pollers overpull the same way unless its
-MaximumConcurrency stays within the reserve."""
+MaximumConcurrency stays within the reserve, and async events are throttled and retried."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,6 +162,39 @@ def test_a_throttled_async_event_runs_once_unthrottled_and_counts_one_attempt(
     assert record["requestContext"]["condition"] == "Success"
     assert record["requestContext"]["approximateInvokeCount"] == 1
     assert _lines(aws, function, "async") == ['async {"n": 2}']
+    assert not run.runtime.errors
+
+
+# Logs each async invocation's start and end (real seconds).
+SPAN = """
+import time
+def handler(event, context):
+    start = time.time()
+    time.sleep(0.3)
+    print("span", event["n"], start, time.time())
+    return {"ok": True}
+"""
+
+
+def test_async_events_past_the_reserve_are_throttled_and_run_one_at_a_time(aws: Aws, tmp_path: Path) -> None:
+    function = aws.function(SPAN)
+    lam = aws.client("lambda")
+    lam.put_function_concurrency(FunctionName=function, ReservedConcurrentExecutions=1)
+    successes, successes_arn = aws.queue("thr-async-ok")
+    _invoke_config(aws, function, max_age=3600, OnSuccess=successes_arn)
+    for n in range(3):
+        lam.invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps({"n": n}).encode())
+    run = Run(aws, tmp_path)
+    assert run.until(lambda: aws.depth(successes) == 3, deadline=30)
+    records = [json.loads(m["Body"]) for m in aws.receive_all(successes, expect=3)]
+    assert sorted(r["requestPayload"]["n"] for r in records) == [0, 1, 2]
+    assert {r["requestContext"]["approximateInvokeCount"] for r in records} == {1}  # throttles are no attempt
+    assert run.of("async-throttled")  # the runner took them together: past the reserve, a 429
+    spans = sorted(
+        (float(a), float(b)) for _, _, a, b in (line.split() for line in _lines(aws, function, "span"))
+    )
+    assert len(spans) == 3
+    assert all(one[1] <= two[0] for one, two in itertools.pairwise(spans))  # never two at once
     assert not run.runtime.errors
 
 

@@ -10,8 +10,8 @@ event invoke configuration (GetFunctionEventInvokeConfig) when the event's turn 
 - run in the function's worker with the invocation's request id (the same on every retry);
 - a function error -> queued again with Lambda's delay (60 s, then 120 s, logical) while
   MaximumRetryAttempts allows, else discarded: RetriesExhausted;
-- throttled (reserved concurrency 0) -> queued again, 1 s doubling to 5 min (logical), not counted
-  as an attempt, until the event is too old;
+- throttled (its reserved concurrency in use, or 0) -> queued again, 1 s doubling to 5 min
+  (logical), not counted as an attempt, until the event is too old;
 - success -> the on-success destination; discarded -> the on-failure destination and the function's
   own dead-letter queue (DeadLetterConfig).
 
@@ -181,7 +181,11 @@ class AsyncRunner:
             return
         try:
             result = self._rt.functions.invoke(
-                config.arn, json.loads(queued["payload"]), config=config, request_id=queued["request_id"]
+                config.arn,
+                json.loads(queued["payload"]),
+                config=config,
+                request_id=queued["request_id"],
+                throttle=True,  # past the reserve: a 429, the event goes back to the queue
             )
         except Throttled:
             self._throttled(queued, config.name)

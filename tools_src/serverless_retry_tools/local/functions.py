@@ -446,14 +446,16 @@ class FunctionPool:
         *,
         config: FunctionConfig | None = None,
         request_id: str | None = None,
+        throttle: bool = False,
     ) -> InvocationResult:
         """Invoke synchronously (RequestResponse) in an idle or new worker of the function, waiting
-        while :meth:`capacity` invocations of it are running. An async invocation passes its
-        ``request_id`` (the same on each of Lambda's retries)."""
+        while :meth:`capacity` invocations of it are running (with ``throttle``, raising
+        :class:`Throttled` instead while its reserved concurrency is in use). An async invocation
+        passes its ``request_id`` (the same on each of Lambda's retries)."""
         if self._closed:
             raise RuntimeError("the function pool is closed")
         config = config or self.describe(function)
-        lease = self.lease(config, warm=False)
+        lease = self.lease(config, warm=False, throttle=throttle)
         try:
             return lease.invoke(config, event, request_id)
         finally:

@@ -13,7 +13,7 @@ Invoke, PutFunctionEventInvokeConfig and FunctionEventInvokeConfig API reference
 - A function error is retried MaximumRetryAttempts times (0-2, default 2): one minute before the
   second attempt, two minutes before the third. An event older than MaximumEventAgeInSeconds
   (60-21600, default 21600 = 6 h) when its turn comes is discarded unrun.
-- A throttled invocation (429: no concurrency, e.g. reserved concurrency 0) goes back to the queue
+- A throttled invocation (429: its reserved concurrency in use, or 0) goes back to the queue
   and is tried again, 1 s after the first throttle and exponentially more up to 5 minutes, until the
   event is older than MaximumEventAgeInSeconds; throttles do not count against MaximumRetryAttempts.
 - Then the invocation record goes to the on-success or on-failure destination: a standard SQS queue,
