@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from serverless_retry_tools.local.async_runner import AsyncRunner, event_id
-from serverless_retry_tools.local.functions import InvocationResult
+from serverless_retry_tools.local.functions import InvocationResult, Throttled
 from serverless_retry_tools.local.lambda_async import Queued
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:fn"
@@ -60,7 +60,7 @@ class FakeConfig:
 
 @dataclass
 class FakeFunctions:
-    results: list[InvocationResult]
+    results: list[InvocationResult | Throttled]
     gone: bool = False
 
     def describe(self, target: str) -> FakeConfig:
@@ -68,8 +68,14 @@ class FakeFunctions:
             raise ClientError({"Error": {"Code": "ResourceNotFoundException"}}, "GetFunction")
         return FakeConfig()
 
-    def invoke(self, arn: str, event: Any, *, config: Any, request_id: str) -> InvocationResult:
-        return self.results.pop(0)
+    def invoke(
+        self, arn: str, event: Any, *, config: Any, request_id: str, throttle: bool = False
+    ) -> InvocationResult:
+        assert throttle  # the async queue is throttled past a reserve, never waits for a slot
+        result = self.results.pop(0)
+        if isinstance(result, Throttled):
+            raise result
+        return result
 
 
 @dataclass
@@ -141,6 +147,22 @@ def test_a_function_error_is_queued_again_with_lambdas_delay_and_the_next_count(
         "r-1",
         queued()["enqueued_ms"],
     )
+
+
+def test_a_throttled_event_is_queued_again_uncounted_with_a_growing_delay() -> None:
+    rt = FakeRuntime(FakeFunctions([Throttled("fn"), Throttled("fn")]))
+    first = runner(rt)
+    first.handle(queued())
+    ((name, call),) = rt.calls
+    assert (name, call["DelaySeconds"]) == ("send_message", 1)
+    again = json.loads(call["MessageBody"])
+    assert (again["invoke_count"], again["throttle_count"], again["request_id"]) == (0, 1, "r-1")
+    rt.calls.clear()
+    first.handle(again)
+    ((_, call),) = rt.calls
+    assert call["DelaySeconds"] == 2
+    assert json.loads(call["MessageBody"])["throttle_count"] == 2
+    assert [k for k, _ in rt.events] == ["async-throttled", "async-throttled"]
 
 
 def test_the_last_failure_sends_the_record_to_the_on_failure_destination() -> None:
