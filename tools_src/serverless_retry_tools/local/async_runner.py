@@ -215,24 +215,24 @@ class AsyncRunner:
                 )
                 self._destination(settings.on_success, record, queued)
         elif step.action == "retry":
-            again: Queued = {**queued, "invoke_count": count}
-            sqs = self._rt.client("sqs")
-            url = self._queue_url(sqs)
-            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(again), DelaySeconds=step.delay_seconds)
+            self._queue_again({**queued, "invoke_count": count}, step.delay_seconds)
             self._rt.emit(
                 "async-retry", function=config.name, request_id=queued["request_id"], delay=step.delay_seconds
             )
         else:
             self._discard(queued, settings, step.condition, invoke_count=count, result=result)
 
+    def _queue_again(self, again: Queued, delay_seconds: int) -> None:
+        """Put the next attempt in the internal queue (before the caller deletes this one)."""
+        sqs = self._rt.client("sqs")
+        sqs.send_message(
+            QueueUrl=self._queue_url(sqs), MessageBody=json.dumps(again), DelaySeconds=delay_seconds
+        )
+
     def _throttled(self, queued: Queued, function: str) -> None:
         throttles = queued.get("throttle_count", 0) + 1
         step = after_throttle(throttles)
-        again: Queued = {**queued, "throttle_count": throttles}
-        sqs = self._rt.client("sqs")
-        sqs.send_message(
-            QueueUrl=self._queue_url(sqs), MessageBody=json.dumps(again), DelaySeconds=step.delay_seconds
-        )
+        self._queue_again({**queued, "throttle_count": throttles}, step.delay_seconds)
         self._rt.count(async_throttles=1)
         self._rt.emit(
             "async-throttled", function=function, request_id=queued["request_id"], delay=step.delay_seconds

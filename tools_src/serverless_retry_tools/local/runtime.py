@@ -444,16 +444,20 @@ class Runtime:
         maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return min(cap, int(maximum)) if maximum else cap
 
+    def _receive(self, sqs: Any, mapping: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """The mapping's queue URL and one batch from it (empty: none came), per its BatchSize and
+        batching window (logical seconds)."""
+        queue_url = self.queue_url(sqs, mapping["EventSourceArn"])
+        batch_size = int(mapping.get("BatchSize") or 10)
+        window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
+        return queue_url, receive_batch(sqs, queue_url, batch_size, window, self._stop)
+
     def _poll_once(
         self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight, lease: Lease
     ) -> bool:
         """Receive one batch and start it with ``lease`` (which it then releases); whether it
         received."""
-        queue_arn = mapping["EventSourceArn"]
-        queue_url = self.queue_url(sqs, queue_arn)
-        batch_size = int(mapping.get("BatchSize") or 10)
-        window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
-        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        queue_url, received = self._receive(sqs, mapping)
         if not received:
             return False
         flight.start(
@@ -468,10 +472,7 @@ class Runtime:
         """A function with reserved concurrency. Lambda's pollers do not look at it: they receive a
         batch, then invoke, and past the reserve (always, at 0) the invoke is throttled. No slot is
         held while receiving: a poll waiting on an empty queue would keep a throttled batch out."""
-        queue_url = self.queue_url(sqs, mapping["EventSourceArn"])
-        batch_size = int(mapping.get("BatchSize") or 10)
-        window = self.clock.real_duration(float(mapping.get("MaximumBatchingWindowInSeconds") or 0))
-        received = receive_batch(sqs, queue_url, batch_size, window, self._stop)
+        queue_url, received = self._receive(sqs, mapping)
         if not received:
             return
         try:
