@@ -214,3 +214,27 @@ def test_a_fifo_destination_is_a_lost_record_and_said_so() -> None:
 )
 def test_event_id(event: Any, expected: str) -> None:
     assert event_id(event) == expected
+
+
+class _DeleteTimesOut(FakeClient):
+    def delete_message(self, **kw: Any) -> dict[str, Any]:
+        self.calls.append(("delete_message", kw))
+        raise ConnectionError("the delete timed out (after the send succeeded)")
+
+
+@dataclass
+class _CrashAfterSend(FakeRuntime):
+    def client(self, service: str) -> FakeClient:
+        return _DeleteTimesOut(self.calls, self.config)
+
+
+def test_a_throttled_event_is_not_lost_when_the_ack_fails_after_its_requeue_and_it_comes_back() -> None:
+    rt = _CrashAfterSend(FakeFunctions([Throttled("fn"), Throttled("fn")]))
+    message = {"Body": json.dumps(queued()), "ReceiptHandle": "h-1"}
+    run = runner(rt)
+    run._run("http://emulator/q", message)  # re-queued; the ack fails, so the original stays
+    run._run("http://emulator/q", message)  # redelivered after its visibility timeout: same again
+    assert [name for name, _ in rt.calls] == ["send_message", "delete_message"] * 2  # sent before acked
+    copies = [json.loads(call["MessageBody"]) for name, call in rt.calls if name == "send_message"]
+    assert {(c["request_id"], c["invoke_count"], c["throttle_count"]) for c in copies} == {("r-1", 0, 1)}
+    assert [kind for kind, _ in rt.events].count("error") == 2  # each failed ack said, never silent
