@@ -121,6 +121,6 @@ class LaneScheduling(LoadGroupScheduling):
         if busy is not None:
             self._give(node, busy)
             return
-        if in_lane:
-            return  # it is rescheduled as its own tests complete: then it is out of its lane
+        # No busy work left: the cap is moot. Every worker gets waiting work, also one in a lane: an
+        # xdist worker keeps its last test until it is sent more, so holding back would stall it.
         self._give(node, self._first_waiting() or next(iter(self.workqueue)))

@@ -50,7 +50,9 @@ class _Config:
 
 @dataclass(eq=False)
 class _Node:
-    """A worker: runs the tests it was sent, in order, each for its duration."""
+    """A worker: runs the tests it was sent, in order, each for its duration; like an xdist worker it
+    keeps its last one until it is sent more or told to shut down (pytest needs the next item to
+    tear down the last one's fixtures)."""
 
     name: str
     queue: list[int] = field(default_factory=list)
@@ -63,6 +65,9 @@ class _Node:
 
     def shutdown(self) -> None:
         self.shutting_down = True
+
+    def can_run(self) -> bool:
+        return len(self.queue) > 1 or (bool(self.queue) and self.shutting_down)
 
 
 @dataclass
@@ -88,9 +93,9 @@ def _simulate(tests: dict[str, float], workers: int, applied_at: float, waiting_
     ran: list[tuple[str, str, float]] = []
     most = 0
     for _ in range(len(tests) + 1):
-        running = [n for n in nodes if n.queue]
+        running = [n for n in nodes if n.can_run()]
         if not running:
-            break
+            break  # done, or stalled: a worker holds its last test and is never sent more
         node = min(running, key=lambda n: n.started + tests[collection[n.queue[0]]])
         now = node.started + tests[collection[node.queue[0]]]
         index = node.queue.pop(0)
