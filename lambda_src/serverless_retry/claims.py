@@ -1,37 +1,48 @@
-"""One chain per message: claims on (retry id, attempt) in the idempotency table.
+"""One chain per message: a claim per retry chain in a DynamoDB table, one conditional write per copy.
 
-Each copy of an attempt is a separate SQS message. Before a due copy is processed (and before a
-failed first delivery sends anything), the consumer claims ``(id, attempt)`` for that record's SQS
-message id with one conditional write:
+A retried message is a chain of SQS messages (copies), one per attempt, all with the same retry id. A
+copy may exist twice (a send that took effect but timed out and was made again, a schedule that fired
+twice, a record redelivered after its copy was sent, a DLQ redrive); only one copy of an attempt may
+run the processor. Before a copy runs, it claims its chain's one item for (attempt, its SQS message
+id) with one conditional ``UpdateItem``:
 
-- nobody holds it: the record takes it and runs;
-- the same SQS message holds it, unfinished: a redelivery of that message after a crash, a lost
-  response or a timeout: it runs again, as at-least-once delivery demands;
-- the same SQS message holds it, marked done: its next step (the copy, the schedule, the final copy,
-  or a success) already happened; the redelivery is acknowledged without running again, so it can
-  neither start a second chain nor end in the DLQ while its copy goes on;
-- another SQS message holds it: this copy is a duplicate of an attempt already taken (a record that
-  was redelivered after its copy was sent, a schedule re-created after it fired, a send that succeeded
-  but timed out): its chain ends here, acknowledged without processing.
+- no claim, or the chain's claim is for an earlier attempt that did not end the chain: taken, run;
+- the same SQS message holds this attempt, unfinished: its own redelivery (a crash, a lost response,
+  a timeout): taken again, run, as at-least-once delivery demands;
+- the chain ended (processed or final) or moved past this attempt: a **provable duplicate**, its
+  attempt finished: acknowledged without running;
+- another SQS message holds this attempt:
+  - marked done: a provable duplicate, acknowledged;
+  - within its lease (one visibility timeout and a half from the claim): the owner may be running or
+    about to be redelivered: this copy is ``busy`` and waits, unprocessed, never acknowledged;
+  - past its lease, claimed on the owner's first receive: that receive ended and was not redelivered
+    (a redelivery claims again, renewing the lease), so the owner was deleted: it finished. Provable;
+  - claimed on a later receive, two hours (``TAKEOVER_GRACE_SECONDS``) past its lease: an owner on
+    its second or later receive is acknowledged only once its claim is marked done, so this one died
+    (SQS moved it to the DLQ and a redrive brought this copy, or a duplicate outlived it): **taken
+    over**, run. A redriven copy is processed (within the grace it waits, unprocessed).
 
-A claim is marked done (one BatchWriteItem per 25 records) once the record's next step succeeded.
+Why the first receive writes nothing more: a message fails its first receive, its copy claims once
+and succeeds: one write per retried message, none for a first delivery (success or failure). Marks
+(``finish``) are written only for owners on a later receive, where faults have already happened.
+
+A chain's first message (not an envelope) claims only when redelivered (its receive count > 1); its
+retry id is its own message id, so its redelivery meets the claims of its own copies. In place (FIFO
+ordered: the message itself is the chain), attempt 0 is the message's, and ``add_hold`` counts the
+receives it spent held back behind a failing message of its group, which are not attempts.
 
 Why not Powertools idempotency here (it stays in use for the processor, see ``IdempotentProcessor``):
-its records key a function call and hold its result; a second call with the key either waits for
-("already in progress") or replays that result, whoever makes it. A claim must instead tell *which
-SQS message* holds it, so that the owner's redelivery runs again at once while any other copy ends
-at once, and Powertools' records have no owner to condition on; and "done" must be written after the
-batched SendMessageBatch / CreateSchedule calls that follow the loop, not when a function returns.
-One ``PutItem`` with ``attribute_not_exists(id) OR (owner = :me AND state = taken)`` is the
-mechanism (its ``ReturnValuesOnConditionCheckFailure`` tells a duplicate from a finished claim).
+its records key a function call and hold its result; a claim must tell *which SQS message* holds it,
+when its owner is provably gone, and "done" is known only after the batched SendMessageBatch /
+CreateSchedule calls that follow the loop.
 
-Items share the table with Powertools' (partition key ``id``, TTL attribute ``expiration``): keys
-start with ``serverless-retry-claim#`` so they cannot meet Powertools' ``<function>#<hash>`` keys.
+Items may share a table with Powertools' (partition key ``id``, TTL attribute ``expiration``): keys
+start with ``serverless-retry-chain#``, which cannot meet Powertools' ``<function>#<hash>`` keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
@@ -40,10 +51,52 @@ from botocore.exceptions import ClientError
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["CLAIM_PREFIX", "Claim", "ClaimResult", "ClaimStore", "DynamoDBClaims", "claim_key"]
+__all__ = [
+    "CLAIM_CONDITION",
+    "CLAIM_PREFIX",
+    "CLAIM_UPDATE",
+    "FINAL_CONDITION",
+    "FINISH_CONDITION",
+    "HOLD_UPDATE",
+    "Claim",
+    "ClaimResult",
+    "ClaimStore",
+    "DynamoDBClaims",
+    "Finish",
+    "claim_condition",
+    "claim_key",
+    "judge",
+    "lease_seconds",
+]
 
-CLAIM_PREFIX = "serverless-retry-claim#"
-ClaimResult = Literal["owned", "done", "duplicate"]
+CLAIM_PREFIX = "serverless-retry-chain#"
+ClaimResult = Literal["owned", "done", "duplicate", "busy"]
+State = Literal["taken", "final", "done", "ended"]
+
+# The claim's condition. A holds-only item (``add_hold``) has no state yet: it may be claimed.
+CLAIM_CONDITION = (
+    "attribute_not_exists(#state)"
+    " OR (#attempt < :attempt AND #state <> :ended)"
+    " OR (#attempt = :attempt AND #owner = :owner AND #state = :taken)"
+    " OR (#attempt = :attempt AND #state = :taken AND #lease < :stale AND #receives > :one)"
+)
+FINAL_CONDITION = "attribute_not_exists(#owner) OR #owner = :owner"
+HOLD_UPDATE = "ADD holds :one SET #expiration = :expiration"
+FINISH_CONDITION = "#owner = :owner AND #attempt = :attempt"
+FINISH_UPDATE = "SET #state = :state"
+CLAIM_UPDATE = (
+    "SET #attempt = :attempt, #owner = :owner, #receives = :receives, #state = :taken, #lease = :lease,"
+    " #at = :now, #expiration = :expiration"
+)
+_NAMES = {
+    "#state": "state",
+    "#attempt": "attempt",
+    "#owner": "owner",
+    "#lease": "lease",
+    "#receives": "receives",
+    "#at": "at",
+    "#expiration": "expiration",
+}
 
 
 class Claim(NamedTuple):
@@ -52,22 +105,97 @@ class Claim(NamedTuple):
     # last went final at, when that final copy may or may not have been sent (the answer was lost).
     # The redelivery repeats that attempt, so it decides as before instead of trying a new attempt.
     final_attempt: int | None = None
+    # In place: the receives this message spent held back behind its group (not attempts).
+    holds: int = 0
+    # busy: when the owner's lease ends (epoch seconds), the earliest this copy can be judged again.
+    lease_until: int | None = None
 
 
-# A claim must outlive every copy of its attempt: copies live at most the retention, plus a day.
+class Finish(NamedTuple):
+    """A claim whose record's next step happened: ``ended`` when that ended the chain (processed, or a
+    final copy sent), else done (a copy, a schedule or hops will carry the next attempt)."""
+
+    retry_id: str
+    attempt: int
+    owner: str
+    ended: bool
+
+
+# A claim made on a later receive is taken over only this long after its lease: an owner that went to
+# the DLQ is gone for good (a redrive comes later still), while one whose claim was written but whose
+# answer was lost is still carried on by a waiting copy, which must come back and claim first.
+TAKEOVER_GRACE_SECONDS = 7_200
+# A claim must outlive every copy of its chain: copies live at most the retention, plus a day.
 _EXTRA_TTL_SECONDS = 86_400
 # The conditional write is idempotent, so a failed call is simply made again (within the invocation).
 CLAIM_TRIES = 3
-_BATCH_WRITE_MAX = 25
 
 
-def claim_key(retry_id: str, attempt: int) -> str:
-    return f"{CLAIM_PREFIX}{retry_id}#{attempt}"
+def claim_key(retry_id: str) -> str:
+    return f"{CLAIM_PREFIX}{retry_id}"
+
+
+def claim_condition(predecessors: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """CLAIM_CONDITION, and when the copy was carried in other SQS messages before, a clause that lets
+    it take their unfinished claim of this attempt as its own (with the values it needs)."""
+    if not predecessors:
+        return CLAIM_CONDITION, {}
+    values = {f":p{i}": {"S": p} for i, p in enumerate(predecessors)}
+    clause = f" OR (#attempt = :attempt AND #state = :taken AND #owner IN ({', '.join(values)}))"
+    return CLAIM_CONDITION + clause, values
+
+
+def lease_seconds(visibility_timeout_seconds: int) -> int:
+    """How long a claim protects its owner: its message comes back one visibility timeout after the
+    receive, and claims again a moment later; half a timeout more (at least 30 s) covers that moment."""
+    return visibility_timeout_seconds + max(30, visibility_timeout_seconds // 2)
+
+
+def _number(item: Mapping[str, Any], name: str, default: int = 0) -> int:
+    try:
+        return int(item[name]["N"])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+def _string(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value.get("S") if isinstance(value, Mapping) else None
+
+
+def judge(held: Mapping[str, Any], attempt: int, owner: str, now: int) -> Claim:
+    """Why a claim was refused, from the item that refused it (pure; the condition's complement)."""
+    state = _string(held, "state")
+    held_attempt = _number(held, "attempt")
+    mine = _string(held, "owner") == owner and held_attempt == attempt
+    if mine and state == "final":
+        # In place: left as it is, so that a lost answer reads it again; the redelivery repeats it.
+        return Claim("owned", _number(held, "final_attempt"), _number(held, "holds"))
+    if state == "ended" or held_attempt > attempt or state == "done":
+        return Claim("done" if mine else "duplicate")
+    lease = _number(held, "lease")
+    if _number(held, "receives", 1) > 1:  # a takeover waits out the grace too
+        return Claim("busy", lease_until=lease + TAKEOVER_GRACE_SECONDS)
+    if lease >= now:
+        return Claim("busy", lease_until=lease)
+    # Past its lease and claimed on its owner's first receive: the owner was deleted, so it finished.
+    return Claim("duplicate")
 
 
 class ClaimStore(Protocol):
-    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
-        """Raises when the store cannot answer (the record then goes back to the queue)."""
+    def claim(
+        self,
+        retry_id: str,
+        attempt: int,
+        owner: str,
+        *,
+        receives: int,
+        now: datetime,
+        lease_seconds: int,
+        predecessors: Sequence[str] = (),
+    ) -> Claim:
+        """Raises when the store cannot answer. ``predecessors``: SQS message ids this copy was carried
+        in before (a copy that could not claim waits as a new message): their claim is its own."""
         ...
 
     def mark_final(
@@ -76,8 +204,12 @@ class ClaimStore(Protocol):
         """Before an in-place record's final copy is sent: remember the attempt it went final at."""
         ...
 
-    def finish(self, claims: Sequence[tuple[str, int, str]], *, now: datetime) -> None:
-        """Mark (retry id, attempt, owner) claims done; raises when the store cannot."""
+    def add_hold(self, retry_id: str, *, now: datetime) -> None:
+        """In place: one more receive of this message was spent held back (not an attempt)."""
+        ...
+
+    def finish(self, claims: Sequence[Finish], *, now: datetime) -> set[str]:
+        """Mark claims done or ended; returns the owners whose mark the store did not take."""
         ...
 
 
@@ -89,86 +221,129 @@ class DynamoDBClaims:
         self.table = table
         self.ttl_seconds = retention_seconds + _EXTRA_TTL_SECONDS
 
-    def _item(self, retry_id: str, attempt: int, owner: str, state: str, now: datetime) -> dict[str, Any]:
-        return {
-            "id": {"S": claim_key(retry_id, attempt)},
-            "owner": {"S": owner},
-            "state": {"S": state},
-            "at": {"N": str(int(now.timestamp()))},
-            "expiration": {"N": str(int(now.timestamp()) + self.ttl_seconds)},
-        }
-
-    def _put(self, item: dict[str, Any], **condition: Any) -> None:
-        """One conditional PutItem, made again (up to CLAIM_TRIES) on any failure but its condition's:
-        the same write again is safe. A failed condition raises at once; else the last error."""
+    def _call(self, method: str, **params: Any) -> Any:
+        """One idempotent call, made again (up to CLAIM_TRIES) on any failure but a failed condition
+        (raised at once); else the last error."""
         error: Exception | None = None
         for _ in range(CLAIM_TRIES):
             try:
-                self._client().put_item(TableName=self.table, Item=item, **condition)
+                return getattr(self._client(), method)(TableName=self.table, **params)
             except ClientError as exc:
                 if _condition_failed(exc):
                     raise
                 error = exc
             except Exception as exc:  # timeouts, connection errors
                 error = exc
-            else:
-                return
         assert error is not None
         raise error
 
-    def claim(self, retry_id: str, attempt: int, owner: str, *, now: datetime) -> Claim:
+    def claim(
+        self,
+        retry_id: str,
+        attempt: int,
+        owner: str,
+        *,
+        receives: int,
+        now: datetime,
+        lease_seconds: int,
+        predecessors: Sequence[str] = (),
+    ) -> Claim:
+        at = int(now.timestamp())
+        condition, carried = claim_condition(predecessors)
         try:
-            self._put(
-                self._item(retry_id, attempt, owner, "taken", now),
-                ConditionExpression="attribute_not_exists(#id) OR (#owner = :owner AND #state = :taken)",
-                ExpressionAttributeNames={"#id": "id", "#owner": "owner", "#state": "state"},
-                ExpressionAttributeValues={":owner": {"S": owner}, ":taken": {"S": "taken"}},
+            response = self._call(
+                "update_item",
+                Key={"id": {"S": claim_key(retry_id)}},
+                UpdateExpression=CLAIM_UPDATE,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    **carried,
+                    ":attempt": {"N": str(attempt)},
+                    ":owner": {"S": owner},
+                    ":receives": {"N": str(receives)},
+                    ":taken": {"S": "taken"},
+                    ":ended": {"S": "ended"},
+                    ":lease": {"N": str(at + lease_seconds)},
+                    ":now": {"N": str(at)},
+                    ":stale": {"N": str(at - TAKEOVER_GRACE_SECONDS)},
+                    ":one": {"N": "1"},
+                    ":expiration": {"N": str(at + self.ttl_seconds)},
+                },
+                ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if not _condition_failed(exc):
                 raise
             held: Any = exc.response.get("Item") or {}
-            if held.get("owner", {}).get("S") != owner:
-                return Claim("duplicate")
-            if held.get("state", {}).get("S") == "final":  # left as it is: a lost answer reads it again
-                return Claim("owned", int(held["final_attempt"]["N"]))
-            return Claim("done")
-        return Claim("owned")
+            return judge(held, attempt, owner, at)
+        old: Mapping[str, Any] = response.get("Attributes") or {}
+        return Claim("owned", None, _number(old, "holds"))
 
     def mark_final(
         self, retry_id: str, attempt: int, owner: str, *, final_attempt: int, now: datetime
     ) -> None:
-        final = {
-            **self._item(retry_id, attempt, owner, "final", now),
-            "final_attempt": {"N": str(final_attempt)},
-        }
-        self._put(
-            final,
-            ConditionExpression="#owner = :owner",
-            ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":owner": {"S": owner}},
+        self._call(
+            "update_item",
+            Key={"id": {"S": claim_key(retry_id)}},
+            # A first receive claims nothing, so the item may not exist yet: this write makes it.
+            UpdateExpression=(
+                "SET #state = :final, final_attempt = :final_attempt, #attempt = :attempt,"
+                " #owner = :owner, #at = :now, #expiration = :expiration"
+            ),
+            ConditionExpression=FINAL_CONDITION,
+            ExpressionAttributeNames={
+                "#state": "state",
+                "#owner": "owner",
+                "#attempt": "attempt",
+                "#at": "at",
+                "#expiration": "expiration",
+            },
+            ExpressionAttributeValues={
+                ":final": {"S": "final"},
+                ":final_attempt": {"N": str(final_attempt)},
+                ":attempt": {"N": str(attempt)},
+                ":owner": {"S": owner},
+                ":now": {"N": str(int(now.timestamp()))},
+                ":expiration": {"N": str(int(now.timestamp()) + self.ttl_seconds)},
+            },
         )
 
-    def finish(self, claims: Sequence[tuple[str, int, str]], *, now: datetime) -> None:
-        # Overwriting is safe: only the owner (this record's SQS message) ever marks its claim done.
-        for start in range(0, len(claims), _BATCH_WRITE_MAX):
-            requests: list[Any] = [
-                {"PutRequest": {"Item": self._item(retry_id, attempt, owner, "done", now)}}
-                for retry_id, attempt, owner in claims[start : start + _BATCH_WRITE_MAX]
-            ]
-            error: Exception | None = None
-            for _ in range(CLAIM_TRIES):
-                try:
-                    response = self._client().batch_write_item(RequestItems={self.table: requests})
-                except Exception as exc:  # writing "done" again is harmless: try again
-                    error = exc
-                    continue
-                requests = list(response.get("UnprocessedItems", {}).get(self.table, []))
-                if not requests:
-                    break
-            else:
-                raise error or RuntimeError(f"{len(requests)} claims were not marked done (unprocessed)")
+    def add_hold(self, retry_id: str, *, now: datetime) -> None:
+        at = int(now.timestamp())
+        self._call(
+            "update_item",
+            Key={"id": {"S": claim_key(retry_id)}},
+            UpdateExpression=HOLD_UPDATE,
+            ExpressionAttributeNames={"#expiration": "expiration"},
+            ExpressionAttributeValues={":one": {"N": "1"}, ":expiration": {"N": str(at + self.ttl_seconds)}},
+        )
+
+    def finish(self, claims: Sequence[Finish], *, now: datetime) -> set[str]:
+        # One conditional write each, not a BatchWriteItem: a later copy may already have claimed the
+        # chain's next attempt (in this very batch), and a mark must never take the chain back.
+        unmarked: set[str] = set()
+        for c in claims:
+            try:
+                self._call(
+                    "update_item",
+                    Key={"id": {"S": claim_key(c.retry_id)}},
+                    UpdateExpression=FINISH_UPDATE,
+                    ConditionExpression=FINISH_CONDITION,
+                    ExpressionAttributeNames={"#state": "state", "#owner": "owner", "#attempt": "attempt"},
+                    ExpressionAttributeValues={
+                        ":state": {"S": "ended" if c.ended else "done"},
+                        ":owner": {"S": c.owner},
+                        ":attempt": {"N": str(c.attempt)},
+                    },
+                )
+            except ClientError as exc:
+                if not _condition_failed(exc):  # failed condition: the chain moved on, nothing to mark
+                    unmarked.add(c.owner)
+            except Exception:
+                unmarked.add(c.owner)
+        return unmarked
 
 
 def _condition_failed(exc: ClientError) -> bool:

@@ -35,6 +35,7 @@ from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, RetryPolicy
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_RETENTION_SECONDS",
+    "ENV_CLAIMS_TABLE",
     "ENV_CLOCK_EPOCH",
     "ENV_CLOCK_SCALE",
     "ENV_DLQ_ARN",
@@ -50,6 +51,7 @@ __all__ = [
     "ENV_QUEUE_URL",
     "ENV_SCHEDULER_ROLE_ARN",
     "ENV_SCHEDULE_GROUP",
+    "ENV_VISIBILITY_TIMEOUT_SECONDS",
     "FIFO_ORDERS",
     "ConsumerSettings",
     "FifoOrder",
@@ -64,6 +66,8 @@ ENV_QUEUE_URL = "SERVERLESS_RETRY_QUEUE_URL"
 ENV_QUEUE_ARN = "SERVERLESS_RETRY_QUEUE_ARN"
 ENV_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_MAX_MESSAGE_BYTES"
 ENV_IDEMPOTENCY_TABLE = "SERVERLESS_RETRY_IDEMPOTENCY_TABLE"
+ENV_CLAIMS_TABLE = "SERVERLESS_RETRY_CLAIMS_TABLE"
+ENV_VISIBILITY_TIMEOUT_SECONDS = "SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"
 ENV_FIFO_ORDER = "SERVERLESS_RETRY_FIFO_ORDER"
 ENV_QUEUE_RETENTION_SECONDS = "SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"
 
@@ -73,6 +77,7 @@ FIFO_ORDERS: tuple[FifoOrder, ...] = get_args(FifoOrder)
 DEFAULT_RETENTION_SECONDS = 345_600
 _MIN_RETENTION_SECONDS = 60
 _MAX_RETENTION_SECONDS = 1_209_600
+_MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200
 
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _PROCESSOR = re.compile(rf"^(?P<module>{_DOTTED}):(?P<attr>{_DOTTED})$")
@@ -97,6 +102,9 @@ class QueueTargets:
     # group; "unordered" sends the retry out of its group (through the Scheduler).
     fifo_order: FifoOrder = "ordered"
     retention_seconds: int = DEFAULT_RETENTION_SECONDS  # the source queue's MessageRetentionPeriod
+    # The source queue's VisibilityTimeout: how long a claim protects its owner (claims.lease_seconds).
+    # None: read once from the queue when a claim first needs it.
+    visibility_timeout_seconds: int | None = None
 
     def __post_init__(self) -> None:
         if not self.exhausted_max_message_bytes:
@@ -131,7 +139,8 @@ class ConsumerSettings:
     policy: RetryPolicy
     targets: QueueTargets
     clock: Clock = field(default_factory=SystemClock)
-    idempotency_table: str | None = None
+    idempotency_table: str | None = None  # Powertools idempotency of the processor (opt-in)
+    claims_table: str | None = None  # one retry chain per message (the module's default)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsumerSettings:
@@ -180,6 +189,7 @@ class ConsumerSettings:
             ),
             fifo_order=fifo_order,
             retention_seconds=_retention(env),
+            visibility_timeout_seconds=_visibility_timeout(env),
         )
         if targets.exhausted_max_message_bytes < targets.max_message_bytes:
             raise ConfigError(
@@ -199,15 +209,16 @@ class ConsumerSettings:
             if targets.scheduler_role_arn is None:
                 raise ConfigError(ENV_SCHEDULER_ROLE_ARN, f"required: {why}")
 
-        table = optional(env, ENV_IDEMPOTENCY_TABLE)
-        if table is not None and not _TABLE_NAME.match(table):
-            raise ConfigError(ENV_IDEMPOTENCY_TABLE, f"not a DynamoDB table name: {table!r}")
+        table = _table(env, ENV_IDEMPOTENCY_TABLE)
         return cls(
             processor=processor,
             policy=policy,
             targets=targets,
             clock=environment.clock(env),
             idempotency_table=table,
+            # Before 0.2.0 the claims lived in the idempotency table: a deployment that sets only that
+            # one keeps its single chain per message.
+            claims_table=_table(env, ENV_CLAIMS_TABLE) or table,
         )
 
     def load_processor(self) -> Processor:
@@ -255,6 +266,30 @@ def _fifo_order(env: Mapping[str, str]) -> FifoOrder:
     if raw not in FIFO_ORDERS:
         raise ConfigError(ENV_FIFO_ORDER, f"must be one of {', '.join(FIFO_ORDERS)}, got {raw!r}")
     return raw
+
+
+def _table(env: Mapping[str, str], name: str) -> str | None:
+    table = optional(env, name)
+    if table is not None and not _TABLE_NAME.match(table):
+        raise ConfigError(name, f"not a DynamoDB table name: {table!r}")
+    return table
+
+
+def _visibility_timeout(env: Mapping[str, str]) -> int | None:
+    raw = optional(env, ENV_VISIBILITY_TIMEOUT_SECONDS)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(ENV_VISIBILITY_TIMEOUT_SECONDS, f"must be an integer, got {raw!r}") from None
+    if not 0 <= value <= _MAX_VISIBILITY_TIMEOUT_SECONDS:
+        raise ConfigError(
+            ENV_VISIBILITY_TIMEOUT_SECONDS,
+            f"must be the source queue's VisibilityTimeout, 0-{_MAX_VISIBILITY_TIMEOUT_SECONDS} seconds, "
+            f"got {value}",
+        )
+    return value
 
 
 def _retention(env: Mapping[str, str]) -> int:

@@ -9,8 +9,9 @@ Order of operations (DESIGN §5):
      hidden, holds the group, so the group resumes with it, in order); other groups go on;
   2. a copy that arrives before its due time waits again, unprocessed: a new SQS-delayed copy (a hop
      of <= 900 s) or, on a FIFO queue, this very message hidden until due;
-  3. with the idempotency table, a due copy claims its (id, attempt) for its SQS message id: a copy
-     of an attempt that another copy claimed ends its chain, unprocessed (see ``claims``);
+  3. with the claims table, a due copy (and a redelivered first message) claims its chain's attempt for
+     its SQS message id: a provable duplicate is acknowledged unprocessed, a copy whose attempt another
+     live copy holds waits (see ``claims``); a first delivery writes nothing;
   4. call the processor: any exception, BaseException included, fails only its own record;
   5. success: nothing to do, the event source mapping deletes the message;
   6. failure: ``planning.plan_failure`` decides, as a pure function of the record and the policy (its
@@ -32,6 +33,7 @@ Powertools for logging, metrics and (optionally) the processor's idempotency.
 
 from __future__ import annotations
 
+import math
 import random
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,7 +45,7 @@ from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
-from serverless_retry.claims import ClaimStore, DynamoDBClaims
+from serverless_retry.claims import ClaimStore, DynamoDBClaims, Finish, lease_seconds
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
@@ -60,8 +62,10 @@ from serverless_retry.envelope import (
     Incoming,
     Outcome,
     attributes_from_record,
+    fits,
     schedule_name,
     unwrap,
+    waiting_copy,
 )
 from serverless_retry.errors import EventShapeError
 from serverless_retry.message import Message, Processor, first_delivery
@@ -93,6 +97,11 @@ __all__ = [
 ]
 
 TRACEBACK_FRAMES = 8
+# While the claims table does not answer, a copy waits this long between tries, unprocessed, as a new
+# SQS message (hidden in place, doubling on each receive, only when it cannot grow by the claimant).
+CLAIM_WAIT_SECONDS = 120
+CLAIM_WAIT_MAX_SECONDS = 900
+_MAX_VISIBILITY_SECONDS = 43_200
 TRACEBACK_CHARS = 2_000
 LOG_ERROR_CHARS = 256
 
@@ -125,8 +134,9 @@ class _Plan:
     outcomes: dict[str, Outcome] = field(default_factory=dict)  # exhausted-queue key → outcome
     labels: dict[str, str] = field(default_factory=dict)  # key → what its call does, for the metrics
     failed: set[str] = field(default_factory=set)  # records the queue must redeliver
-    claimed: dict[str, tuple[str, int]] = field(default_factory=dict)  # key → (retry id, attempt)
+    claimed: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # key → (id, attempt, receives)
     repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
+    holds: dict[str, int] = field(default_factory=dict)  # in place: key → receives spent held back
 
 
 class _InProgressElsewhere(Exception):
@@ -227,6 +237,7 @@ class RetryingConsumer:
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
         self.claims = claims
         self.delivery.resend_after_timeout = claims is not None
+        self._lease: int | None = None  # claims.lease_seconds of the source's visibility timeout
         self._in_place = targets.in_place or policy.transport == "visibility"
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
         self._fifo = targets.source_is_fifo
@@ -252,10 +263,10 @@ class RetryingConsumer:
     ) -> RetryingConsumer:
         clients = clients or AwsClients()
         claims = None
-        if settings.idempotency_table:
+        if settings.claims_table:
             claims = DynamoDBClaims(
                 lambda: clients.dynamodb,
-                settings.idempotency_table,
+                settings.claims_table,
                 retention_seconds=settings.targets.retention_seconds,
             )
         return cls(
@@ -377,14 +388,16 @@ class RetryingConsumer:
                     if group is not None:
                         blocked[group] = None
                     return False
-                if incoming.kind == "envelope" and in_place and facts.receive_count > 1:
-                    # In place, every receive is an attempt: a copy's attempt counts on from its own.
-                    attempt = min(MAX_ATTEMPT, incoming.context.attempt + facts.receive_count - 1)
-                    incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
                 if incoming.kind == "envelope" and not self._due(plan, counts, record, facts, incoming):
                     if group is not None:
                         blocked[group] = None
                     return False
+                if incoming.kind == "envelope" and in_place and facts.receive_count > 1:
+                    # In place, every receive that ran the processor is an attempt: a copy's attempt
+                    # counts on from its own (receives spent held back are not attempts).
+                    spent = facts.receive_count - 1 - plan.holds.get(message_id, 0)
+                    attempt = min(MAX_ATTEMPT, incoming.context.attempt + max(0, spent))
+                    incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
                 if message_id in plan.repeat:
                     repeat = plan.repeat[message_id]
                     incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
@@ -394,12 +407,16 @@ class RetryingConsumer:
                 if (
                     self.claims is not None
                     and receive_count > 1
-                    and not self._take(plan, counts, message_id, message_id, 0 if in_place else 1)
+                    and not self._take(plan, counts, record, message_id, 0 if in_place else 1)
                 ):
                     if group is not None and message_id in plan.failed:
                         blocked[group] = None  # it goes back unclaimed: the rest of its group waits
                     return False  # a redelivery whose handling already finished, or goes back
-                attempt = plan.repeat.get(message_id, receive_count) if in_place else 1
+                if in_place:  # receives spent held back behind its group are not attempts
+                    ran = max(1, receive_count - plan.holds.get(message_id, 0))
+                    attempt = plan.repeat.get(message_id, ran)
+                else:
+                    attempt = 1
                 message = first_delivery(message_id, body, record, source, attempt)
         except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
             self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
@@ -445,15 +462,10 @@ class RetryingConsumer:
                         source=self._source,
                         receive_count=message.retry.attempt,
                     )
-                # With claims, nothing is sent for a record before it holds its claim.
-                if (
-                    self.claims is None
-                    or message_id in plan.claimed
-                    or self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
-                ):
-                    step = self._plan_failure(plan, record, facts, incoming, error)
-                    if isinstance(step, InPlace):
-                        resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
+                # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
+                step = self._plan_failure(plan, record, facts, incoming, error)
+                if isinstance(step, InPlace):
+                    resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
         except Exception:
             self.logger.exception("could not plan the retry", extra={"message_id": message_id})
             plan.failed.add(message_id)
@@ -461,15 +473,32 @@ class RetryingConsumer:
             blocked[_group_of(record)] = resumes
 
     def _finish_claims(self, plan: _Plan) -> None:
-        """Mark done the claims of records whose next step happened (or that succeeded)."""
+        """Mark the claims of owners on a later receive whose next step happened (or that succeeded):
+        done when a copy carries the chain on, else ended. A claim made on a first receive stays as it
+        is: past its lease, an unredelivered first receive proves itself finished (``claims``)."""
         assert self.claims is not None
-        done = [(rid, attempt, key) for key, (rid, attempt) in plan.claimed.items() if key not in plan.failed]
+        continued = {m.key for m in plan.delayed} | {r.key for r in plan.scheduled}
+        done = [
+            Finish(rid, attempt, key, ended=key not in continued)
+            for key, (rid, attempt, receives) in plan.claimed.items()
+            if receives > 1 and key not in plan.failed
+        ]
         if not done:
             return
         try:
-            self.claims.finish(done, now=self.clock.now())
-        except Exception:  # a redelivery then runs once more; its duplicate copy is ended by the claim
-            self.logger.exception("could not mark claims done", extra={"claims": len(done)})
+            unmarked = self.claims.finish(done, now=self.clock.now())
+        except Exception:
+            self.logger.exception("could not mark claims done")
+            unmarked = {f.owner for f in done}
+        if unmarked:
+            # An owner on a later receive is acknowledged only once its claim says it finished: else,
+            # past its lease, it would look dead and another copy would take its attempt over. It
+            # comes back and runs once more (at least once); its copies' claims end any duplicate.
+            self.logger.error(
+                "could not mark claims done; their records go back to the queue",
+                extra={"message_ids": sorted(unmarked)},
+            )
+            plan.failed |= unmarked
 
     # -- before processing --------------------------------------------------------------------------------
     def _refuse(self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any]) -> None:
@@ -504,6 +533,15 @@ class RetryingConsumer:
                     plan, record, incoming, "exhausted", error=None, reason=reason, now=self.clock.now()
                 )
                 return
+        if self.claims is not None:
+            # This receive is not an attempt: counted, so that the record's own budget stays whole.
+            try:
+                self.claims.add_hold(message_id, now=self.clock.now())
+            except Exception:
+                self.logger.exception(
+                    "could not count a held-back receive; it will count as an attempt",
+                    extra={"message_id": message_id},
+                )
         # Visible again at once: the failed record, still hidden, holds the group, which then resumes
         # with it. Left in flight, this record would hold the group for a whole visibility timeout.
         plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], 0))
@@ -546,7 +584,9 @@ class RetryingConsumer:
             return False
         if self.claims is None or (self._in_place and facts.receive_count == 1):
             return True
-        return self._take(plan, counts, message_id, *self._claim_key(message_id, incoming))
+        return self._take(
+            plan, counts, record, *self._claim_key(message_id, incoming), facts=facts, incoming=incoming
+        )
 
     def _claim_key(self, message_id: str, incoming: Incoming) -> tuple[str, int]:
         """A copy claims (id, attempt); in place, where the message itself is the chain and every
@@ -555,32 +595,159 @@ class RetryingConsumer:
             return message_id, 0
         return incoming.context.id, incoming.context.attempt
 
-    def _take(self, plan: _Plan, counts: BatchCounts, message_id: str, retry_id: str, attempt: int) -> bool:
-        """Claim (retry id, attempt) for this record's SQS message: True to go on with it."""
+    def _take(
+        self,
+        plan: _Plan,
+        counts: BatchCounts,
+        record: Mapping[str, Any],
+        retry_id: str,
+        attempt: int,
+        *,
+        facts: RecordFacts | None = None,
+        incoming: Incoming | None = None,
+    ) -> bool:
+        """Claim the chain's attempt for this record's SQS message: True to go on with it. ``facts``
+        and ``incoming`` given: the record is a copy, which may wait (unprocessed) while it cannot be
+        judged yet."""
         assert self.claims is not None
-        log = {"message_id": message_id, "retry_id": retry_id, "attempt": attempt}
+        message_id: str = record["messageId"]
+        receives = _receive_count(record)
+        log = {"message_id": message_id, "retry_id": retry_id, "attempt": attempt, "receives": receives}
+        now = self.clock.now()
+        meta = incoming.meta if incoming is not None else None
+        predecessors: list[str] = meta.get("claimants", []) if meta is not None else []
         try:
-            result, final_attempt = self.claims.claim(retry_id, attempt, message_id, now=self.clock.now())
+            claim = self.claims.claim(
+                retry_id,
+                attempt,
+                message_id,
+                receives=receives,
+                now=now,
+                lease_seconds=self._lease_seconds(),
+                predecessors=predecessors,
+            )
         except Exception:
-            self.logger.exception("could not claim the attempt; the record goes back to the queue", extra=log)
-            plan.failed.add(message_id)
-            return False
-        if result == "owned":
-            plan.claimed[message_id] = (retry_id, attempt)
-            if final_attempt is not None:
-                plan.repeat[message_id] = final_attempt
+            counts.claims_unavailable += 1
+            if facts is not None and incoming is not None and not self._in_place:
+                # A duplicate copy could run beside it: the copy waits, unprocessed, until the table
+                # answers, as a new message that names this one, whose claim may have been written.
+                self.logger.exception(
+                    "could not claim the attempt; the copy waits and tries again", extra=log
+                )
+                self._wait_for_claims(
+                    plan, record, facts=facts, incoming=incoming, retry_id=retry_id, now=now
+                )
+                return False
+            if self._in_place:
+                # The claim holds what the message decided last (a final decision to repeat), so it
+                # does not run without it: hidden, unprocessed, its group waiting behind it, a little
+                # longer on each receive (each counts as an attempt: the stated bound).
+                self.logger.exception("could not claim the attempt; the message waits hidden", extra=log)
+                plan.labels[message_id] = "wait"
+                wait = CLAIM_WAIT_SECONDS * 2 ** min(8, max(0, receives - 1))
+                plan.visibility.append(
+                    VisibilityChange(message_id, record["receiptHandle"], min(_MAX_VISIBILITY_SECONDS, wait))
+                )
+                plan.failed.add(message_id)
+                return False
+            # A redelivered first message runs unclaimed, as it would without the table: at least once.
+            # Its copies still claim when the table is back.
+            self.logger.exception("could not claim the attempt; the record runs unclaimed", extra=log)
             return True
+        if claim.result == "owned":
+            plan.claimed[message_id] = (retry_id, attempt, receives)
+            if claim.final_attempt is not None:
+                plan.repeat[message_id] = claim.final_attempt
+            if claim.holds:
+                plan.holds[message_id] = claim.holds
+            return True
+        if claim.result == "busy":
+            until = datetime.fromtimestamp((claim.lease_until or 0) + 1, now.tzinfo)
+            self.logger.info(
+                "another copy holds this attempt and may still be running; this one waits, unprocessed",
+                extra={**log, "until": until.isoformat()},
+            )
+            if facts is not None and not self._in_place:
+                self._wait(plan, record, facts, retry_id, until)
+            else:
+                plan.failed.add(message_id)
+            return False
         counts.duplicates += 1
-        if result == "done":
+        if claim.result == "done":
             self.logger.info(
                 "redelivered record already handled (its next step exists); acknowledged", extra=log
             )
         else:
             self.logger.warning(
-                "duplicate copy: another copy of this attempt was claimed first; its chain ends here",
-                extra=log,
+                "duplicate copy: this attempt finished in another copy; its chain ends here", extra=log
             )
         return False
+
+    def _wait(
+        self, plan: _Plan, record: Mapping[str, Any], facts: RecordFacts, retry_id: str, until: datetime
+    ) -> None:
+        """A copy that another live copy's claim holds waits until ``until``, unprocessed: a new delayed
+        copy (this record is then acknowledged; it owns nothing), or on a FIFO queue this very message
+        hidden (its receives grow, so the hide doubles on each receive)."""
+        message_id: str = record["messageId"]
+        plan.labels[message_id] = "wait"
+        if self._fifo:
+            seconds = max(1, math.ceil((until - self.clock.now()).total_seconds()))
+            seconds = min(_MAX_VISIBILITY_SECONDS, seconds * 2 ** min(8, max(0, facts.receive_count - 1)))
+            plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], seconds))
+            plan.failed.add(message_id)
+            return
+        # Carried on as the same copy: its ids so far name it (it owns no claim, so none is taken).
+        body = waiting_copy(record["body"], claimant=message_id, due_at=until)
+        if not fits(body, self.targets.max_message_bytes):
+            body = record["body"]
+        plan.delayed.append(self._hop(message_id, body, until, facts, retry_id=retry_id, tag="wait"))
+
+    def _wait_for_claims(
+        self,
+        plan: _Plan,
+        record: Mapping[str, Any],
+        *,
+        facts: RecordFacts,
+        incoming: Incoming,
+        retry_id: str,
+        now: datetime,
+    ) -> None:
+        """The claims table did not answer: this copy goes on as a new SQS message that names this
+        record's message id among its claimants (a claim written for it, answer lost, is then the new
+        message's own), and this record is acknowledged. So a long outage spends no receives: nothing
+        goes to the DLQ for it. The wait doubles with each carrier, from CLAIM_WAIT_SECONDS to an SQS
+        delay's 900 s (well inside the takeover grace). Hidden in place only when the longer body would
+        not fit the queue."""
+        message_id: str = record["messageId"]
+        plan.labels[message_id] = "wait"
+        carriers = len(incoming.meta.get("claimants", [])) if incoming.meta is not None else 0
+        wait = min(CLAIM_WAIT_MAX_SECONDS, CLAIM_WAIT_SECONDS * 2 ** min(8, carriers))
+        due = now + timedelta(seconds=wait)
+        body = waiting_copy(record["body"], claimant=message_id, due_at=due)
+        if fits(body, self.targets.max_message_bytes):
+            plan.delayed.append(self._hop(message_id, body, due, facts, retry_id=retry_id, tag="claims"))
+            return
+        wait = CLAIM_WAIT_SECONDS * 2 ** min(8, max(0, facts.receive_count - 1))
+        plan.visibility.append(
+            VisibilityChange(message_id, record["receiptHandle"], min(_MAX_VISIBILITY_SECONDS, wait))
+        )
+        plan.failed.add(message_id)
+
+    def _lease_seconds(self) -> int:
+        if self._lease is None:
+            visibility = self.targets.visibility_timeout_seconds
+            if visibility is None:
+                try:
+                    attributes = self.clients.sqs.get_queue_attributes(
+                        QueueUrl=self.targets.queue_url, AttributeNames=["VisibilityTimeout"]
+                    )["Attributes"]
+                    visibility = int(attributes["VisibilityTimeout"])
+                except Exception:  # the longest timeout SQS allows: slow to take over, never wrong
+                    self.logger.exception("could not read the queue's visibility timeout")
+                    return lease_seconds(_MAX_VISIBILITY_SECONDS)
+            self._lease = lease_seconds(visibility)
+        return self._lease
 
     # -- planning -----------------------------------------------------------------------------------------
     def _plan_failure(

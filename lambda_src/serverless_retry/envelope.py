@@ -45,6 +45,7 @@ __all__ = [
     "sqs_message_size",
     "sqs_text",
     "unwrap",
+    "waiting_copy",
 ]
 
 ENVELOPE_KEY = "serverless_retry"
@@ -89,6 +90,9 @@ class RetryMeta(TypedDict, total=False):
     history: Required[list[HistoryEntry]]
     # when the next attempt is due (a copy that arrives earlier is re-delayed, unprocessed):
     due_at: str
+    # SQS message ids this very copy was carried in before, whose claims it may take over: a copy
+    # that could not claim (the table did not answer) waits as a new SQS message (claims module):
+    claimants: list[str]
     # only on final envelopes (the retry-exhausted queue):
     outcome: Outcome
     reason: str
@@ -174,6 +178,14 @@ def _object(
     return cast(dict[str, Any], value)
 
 
+def _claimants(value: object, path: str) -> list[str]:
+    if not isinstance(value, list) or len(value) > CLAIMANTS_LIMIT:
+        raise _Invalid(path, f"must be a list of at most {CLAIMANTS_LIMIT} SQS message ids")
+    return [
+        _sendable(_string(v, f"{path}[{i}]", non_empty=True), path, in_json=True) for i, v in enumerate(value)
+    ]
+
+
 def _string(value: object, path: str, *, non_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise _Invalid(path, f"must be a string, got {json_kind(value)}")
@@ -200,6 +212,9 @@ def _timestamp(value: object, path: str) -> datetime:
 
 _HISTORY_KEYS = ("at", "error_type", "error", "delay_seconds", "transport")
 _META_KEYS = ("v", "id", "attempt", "first_failed_at", "source", "history")
+# A copy that waits out a claims-table outage hops every 15 minutes at most: the first and the last
+# 31 carriers cover the claims of about eight hours (an id is at most 100 characters, SQS's limit).
+CLAIMANTS_LIMIT = 32
 _FINAL_KEYS = ("outcome", "reason", "final_error", "exhausted_at")
 _DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
 # SQS's rules for what a message may hold. A v1 envelope carries a body and attributes that came
@@ -298,7 +313,7 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
                     f"{ENVELOPE_KEY}.{key}",
                     "a final envelope (from the retry-exhausted queue) must not re-enter the retry loop",
                 )
-    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS, ("due_at",))
+    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS, ("due_at", "claimants"))
     version = meta["v"]
     if isinstance(version, bool) or version != VERSION:
         raise _Invalid(
@@ -326,6 +341,8 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
     if "due_at" in meta:
         _timestamp(meta["due_at"], f"{ENVELOPE_KEY}.due_at")
         parsed["due_at"] = meta["due_at"]
+    if "claimants" in meta:
+        parsed["claimants"] = _claimants(meta["claimants"], f"{ENVELOPE_KEY}.claimants")
     context = RetryContext(envelope_id, attempt, first_failed_at, tuple(history), source)
     return parsed, context, body, attributes
 
@@ -432,6 +449,21 @@ def error_text(error: BaseException) -> str:
         return str(error)
     except Exception:
         return f"<unprintable {type(error).__name__}>"
+
+
+def waiting_copy(body: str, *, claimant: str, due_at: datetime | None = None) -> str:
+    """A valid envelope ``body`` carried on under a new SQS message id: ``claimant`` (the id it
+    arrived in) added to the ids whose claim it may take over (the first and the latest kept, at most
+    CLAIMANTS_LIMIT), and due at ``due_at`` when given."""
+    document = json.loads(body)
+    meta = document[ENVELOPE_KEY]
+    if due_at is not None:
+        meta["due_at"] = format_time(due_at)
+    claimants = [*meta.get("claimants", []), claimant]
+    # The first is the copy's own claim (a first claim's answer lost); the latest are the ones a
+    # table that is answering again may hold.
+    meta["claimants"] = claimants[:1] + claimants[1:][-(CLAIMANTS_LIMIT - 1) :]
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def next_envelope(

@@ -52,6 +52,7 @@ class BatchCounts:
     redelayed: int = 0  # copies that arrived before they were due and waited again (a hop)
     scheduler_fallback: int = 0  # retries the Scheduler refused that went as SQS delay hops instead
     refused: int = 0  # records from a queue other than the configured one, handed back unprocessed
+    claims_unavailable: int = 0  # claims the table did not answer (copies waited, others ran unclaimed)
 
 
 class _Shape:

@@ -52,7 +52,9 @@ from serverless_retry.envelope import (
     VERSION,
     Envelope,
     encode,
+    fits,
     sqs_message_size,
+    waiting_copy,
 )
 from serverless_retry.redrive_options import RedriveOptions
 from serverless_retry.selfheal.records import failure_detail
@@ -577,7 +579,15 @@ def outgoing_message(
     if message.kind == "retry-envelope":
         if reset_attempts:
             return original
-        return OutgoingMessage(message.raw_body, {}, "verbatim")
+        # The same copy, carried on: naming the DLQ message it was lets it take that message's claim
+        # of its attempt at once, instead of waiting out the claims' takeover grace.
+        try:
+            carried = waiting_copy(message.raw_body, claimant=message.message_id)
+        except (ValueError, KeyError, TypeError):
+            carried = message.raw_body
+        if not message.message_id or not fits(carried, max_bytes):
+            carried = message.raw_body
+        return OutgoingMessage(carried, {}, "verbatim")
     if reset_attempts:
         return original
     if message.kind == "compact":

@@ -1,8 +1,8 @@
 """The large randomized fault run (tests/support/faultrun.py) inside the suite: >= 10,000 messages with
 >= 30 % API faults, crashes after successful calls, calls that took effect but timed out, lost
 responses, failed deletes, duplicate deliveries and a stretch in which the Scheduler refuses every
-call. Every message must end in exactly one kind of final place; with the idempotency table, no
-attempt may ever run in two copies (one chain per message)."""
+call. Every message must end in exactly one kind of final place; with the claims table (the
+modules' default), no attempt may ever run in two copies (one chain per message)."""
 
 from __future__ import annotations
 
@@ -18,21 +18,37 @@ def _run(name: str, **changes: object) -> Report:
     return report
 
 
-def test_ten_thousand_messages_with_the_idempotency_table() -> None:
-    report = _run("standard-table")
+def test_ten_thousand_messages_on_the_default_configuration() -> None:
+    # What the modules deploy by default (the claims table, no processor idempotency), with a claims
+    # table outage, a Scheduler outage, a stretch in which invocations die after claiming, and a DLQ
+    # redrive of what that stretch left there.
+    report = _run("default")
     assert report.messages >= 10_000
     assert report.api_faults / report.api_calls >= 0.30
     assert report.failures() == []
     assert report.lost == []
     assert report.two_places == {}
     assert report.second_chains == 0
-    # It exercised what it claims: duplicate copies ended, refusals turned into hops, DLQ reached.
+    # It exercised what it claims: duplicate copies ended, refusals turned into hops, the table down,
+    # copies that died holding their claims redriven and processed.
     assert report.duplicates_dropped > 100
     assert report.scheduler_fallbacks > 10
     assert report.fault_kinds["crash-after-effect"] > 10
     assert report.fault_kinds["timeout-after-effect"] > 100
     assert report.fault_kinds["scheduler-outage"] > 10
+    assert report.fault_kinds["claims-outage"] > 100
+    assert report.fault_kinds["dying"] > 10
+    assert report.redriven > 20
+    assert report.dlq == 0  # the outage sent nothing there; the redriven copies all ended elsewhere
     assert {"exhausted", "non-retryable", "invalid-envelope", "too-large-to-retry"} <= set(report.outcomes)
+
+
+def test_ten_thousand_messages_with_claims_and_processor_idempotency() -> None:
+    report = _run("standard-table")
+    assert report.messages >= 10_000
+    assert report.api_faults / report.api_calls >= 0.30
+    assert report.failures() == []
+    assert report.second_chains == 0
 
 
 def test_without_the_table_nothing_is_lost_and_duplicates_stay_within_the_bound() -> None:

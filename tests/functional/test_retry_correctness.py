@@ -201,8 +201,9 @@ def test_fifo_ordered_retries_in_place_and_holds_back_the_rest_of_the_group(
 def test_fifo_ordered_a_record_that_cannot_be_claimed_still_holds_its_group(
     aws: None, clock: FrozenClock
 ) -> None:
-    # The table is unreachable when a redelivered record needs its claim: that record goes back, and
-    # the later records of its group must go back with it, not overtake it.
+    # The table is unreachable when a redelivered record needs its claim (which holds the final
+    # decision it may have to repeat): that record waits hidden, and the later records of its group
+    # go back with it, not overtaking it.
     stack = make_stack("ledger", fifo=True)
     done: list[str] = []
     consumer = make_consumer(stack, lambda m: done.append(m.body), FIXED_30, clock)
@@ -216,6 +217,10 @@ def test_fifo_ordered_a_record_that_cannot_be_claimed_still_holds_its_group(
 
     assert failure_ids(response) == [ids["A-0"], ids["A-1"]]
     assert done == ["B-2"]
+    timeouts = {
+        e["Id"]: e["VisibilityTimeout"] for e in stack.called("ChangeMessageVisibilityBatch")[0]["Entries"]
+    }
+    assert sorted(timeouts.values()) == [0, 240]  # A-0 hidden (twice the wait: its second receive)
 
 
 def test_fifo_unordered_retries_leave_the_group_through_the_scheduler(aws: None, clock: FrozenClock) -> None:
@@ -279,9 +284,12 @@ def test_a_duplicate_copy_of_an_attempt_ends_its_chain(stack: Stack, clock: Froz
     assert len(stack.drain(stack.queue_url)) == 1  # one attempt-3 copy: one chain
 
 
-def test_a_redelivered_record_whose_copy_was_sent_is_acknowledged_unprocessed(
+def test_a_redelivered_copy_runs_again_and_its_two_next_copies_make_one_chain(
     stack: Stack, clock: FrozenClock
 ) -> None:
+    # A copy that claimed on its first receive writes nothing more (one write per retried message), so
+    # its own redelivery after a lost response runs again: at least once, in the same SQS message. The
+    # two attempt-3 copies it leaves are one chain: the second is a provable duplicate of the first.
     claims = claims_table()
     runs: list[int] = []
 
@@ -300,22 +308,31 @@ def test_a_redelivered_record_whose_copy_was_sent_is_acknowledged_unprocessed(
     redelivered = json.loads(json.dumps(copy_event))
     redelivered["Records"][0]["attributes"]["ApproximateReceiveCount"] = "2"
 
-    response = consumer(redelivered)
-
-    assert failure_ids(response) == []
-    assert runs == [1, 2]  # not run again: its next step exists (the claim is done)
+    assert failure_ids(consumer(redelivered)) == []
+    assert runs == [1, 2, 2]
     clock.advance(31)
-    assert len(stack.drain(stack.queue_url)) == 1
+    third = stack.drain(stack.queue_url)
+    assert len(third) == 2
+    assert failure_ids(consumer(event_from(third, stack.queue_arn))) == []
+    assert runs == [1, 2, 2, 3]  # attempt 3 ran once; the other copy waits for the first one's lease
+    clock.advance(31)
+    fourth = stack.drain(stack.queue_url)
+    assert len(fourth) == 1  # one attempt-4 copy (the waiting duplicate is still delayed)
+    clock.advance(3600)
+    waited = stack.drain(stack.queue_url)
+    assert len(waited) == 1
+    assert failure_ids(consumer(event_from(waited, stack.queue_arn))) == []
+    assert runs == [1, 2, 2, 3]  # the duplicate of attempt 3 is acknowledged: that attempt moved on
 
 
 def test_a_redelivery_after_the_schedule_fired_and_deleted_itself_starts_no_second_chain(
     stack: Stack, clock: FrozenClock
 ) -> None:
     claims = claims_table()
-    runs: list[int] = []
+    runs: list[tuple[int, str]] = []
 
     def process(message: Message) -> None:
-        runs.append(message.retry.attempt)
+        runs.append((message.retry.attempt, message.message_id))
         raise RetryableError("busy")
 
     consumer = make_consumer(stack, process, FIXED_2H, clock)
@@ -330,11 +347,19 @@ def test_a_redelivery_after_the_schedule_fired_and_deleted_itself_starts_no_seco
     stack.scheduler.delete_schedule(GroupName=stack.group, Name=schedule["Name"])
     redelivered = {**record, "attributes": {**record["attributes"], "ApproximateReceiveCount": "2"}}
 
+    # Not provable yet (the copy has not claimed): the redelivery runs attempt 1 again, in the same
+    # SQS message, and schedules attempt 2 again.
     assert failure_ids(consumer({"Records": [redelivered]})) == []
+    assert runs == [(1, "o"), (1, "o")]
+    [second] = stack.schedules()
+    clock.advance(7200)
+    stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=second["Target"]["Input"])
+    copies = stack.drain(stack.queue_url)
+    assert len(copies) == 2
 
-    assert runs == [1]  # acknowledged: its claim says its next step exists
-    assert stack.schedules() == []  # no second schedule, so no second chain
-    assert len(stack.called("CreateSchedule")) == 1
+    assert failure_ids(consumer(event_from(copies, stack.queue_arn))) == []
+
+    assert [attempt for attempt, _ in runs] == [1, 1, 2]  # attempt 2 ran in one copy: one chain
 
 
 def test_a_message_in_progress_elsewhere_is_handed_back_not_retried(stack: Stack, clock: FrozenClock) -> None:

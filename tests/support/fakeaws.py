@@ -12,8 +12,8 @@ tens of thousands of messages, with the semantics the consumer depends on:
 - Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException; at() in the past,
   a FIFO dead-letter queue, or a FIFO target without a MessageGroupId is a ValidationException; firing
   sends the Input to the target queue and deletes the schedule (ActionAfterCompletion DELETE);
-- DynamoDB: the conditional PutItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem the
-  claims use.
+- DynamoDB: the conditional UpdateItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem
+  the claims use.
 
 Clients are duck-typed like boto3's (the calls and the response shapes the consumer reads). Faults are
 injected by :class:`Faults` around them, not here.
@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
+from serverless_retry.claims import CLAIM_CONDITION, FINAL_CONDITION, FINISH_CONDITION
 from serverless_retry.clock import FrozenClock
 
 ACCOUNT = "123456789012"
@@ -181,6 +182,13 @@ class FakeQueue:
         heapq.heappush(self._heap, (fresh.available_ms, fresh.seq, fresh.mid))
         if fresh.group is not None:
             self.groups.setdefault(fresh.group, []).append(fresh.mid)
+
+    def take_all(self) -> list[Msg]:
+        """Every message, removed (as a redrive tool's receive-and-delete of a whole DLQ does)."""
+        taken = list(self.messages.values())
+        for msg in taken:
+            self._drop(msg)
+        return taken
 
     def receive(self, limit: int = 10) -> list[dict[str, Any]]:
         now = self.world.now_ms()
@@ -370,32 +378,32 @@ class FakeSchedulerClient:
 
 
 class FakeDynamoDBClient:
-    """The two calls serverless_retry.claims makes, with their conditions interpreted."""
-
-    CLAIM = "attribute_not_exists(#id) OR (#owner = :owner AND #state = :taken)"
-    FINAL = "#owner = :owner"
+    """The calls serverless_retry.claims makes, with its conditions interpreted (tests/functional/
+    test_claims_on_moto.py holds the same calls against moto's DynamoDB, which parses them)."""
 
     def __init__(self) -> None:
         self.items: dict[str, dict[str, Any]] = {}
 
-    def put_item(self, **params: Any) -> dict[str, Any]:
-        condition = params["ConditionExpression"]
-        item = params["Item"]
-        key = item["id"]["S"]
+    def update_item(self, **params: Any) -> dict[str, Any]:
+        key = params["Key"]["id"]["S"]
         held = self.items.get(key)
-        values = params["ExpressionAttributeValues"]
-        if condition == self.CLAIM:
-            ok = held is None or (held["owner"] == values[":owner"] and held["state"] == values[":taken"])
-        elif condition == self.FINAL:
-            ok = held is not None and held["owner"] == values[":owner"]
-        else:
-            raise AssertionError(f"condition not modelled: {condition}")
-        if not ok:
-            error = client_error("ConditionalCheckFailedException", "PutItem")
+        names: dict[str, str] = params.get("ExpressionAttributeNames", {})
+        values: dict[str, Any] = params["ExpressionAttributeValues"]
+        condition = params.get("ConditionExpression")
+        if condition is not None and not _holds(condition, held, values):
+            error = client_error("ConditionalCheckFailedException", "UpdateItem")
             if params.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and held is not None:
                 error.response["Item"] = dict(held)  # type: ignore[typeddict-unknown-key]
             raise error
-        self.items[key] = dict(item)
+        item = dict(held) if held is not None else {"id": {"S": key}}
+        for action, assignments in _update_clauses(params["UpdateExpression"]):
+            for placeholder, value in assignments:
+                name = names.get(placeholder, placeholder)
+                if action == "SET":
+                    item[name] = values[value]
+                else:  # ADD of a number
+                    item[name] = {"N": str(int(item.get(name, {"N": "0"})["N"]) + int(values[value]["N"]))}
+        self.items[key] = item
         if params.get("ReturnValues") == "ALL_OLD" and held is not None:
             return {"Attributes": dict(held)}
         return {}
@@ -408,6 +416,60 @@ class FakeDynamoDBClient:
             item = request["PutRequest"]["Item"]
             self.items[item["id"]["S"]] = dict(item)
         return {"UnprocessedItems": {}}
+
+
+def _update_clauses(expression: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``SET a = :x, b = :y ADD c :z`` as [("SET", [(a, :x), (b, :y)]), ("ADD", [(c, :z)])]."""
+    out: list[tuple[str, list[tuple[str, str]]]] = []
+    for raw in re.split(r"\b(?=SET |ADD )", expression):
+        part = raw.strip()
+        if not part:
+            continue
+        action, rest = part.split(" ", 1)
+        pairs = []
+        for assignment in rest.split(","):
+            name, value = assignment.split("=") if action == "SET" else assignment.split()
+            pairs.append((name.strip(), value.strip()))
+        out.append((action, pairs))
+    return out
+
+
+def _holds(condition: str, held: dict[str, Any] | None, values: dict[str, Any]) -> bool:
+    """The claims' conditions, evaluated as DynamoDB does (a missing attribute compares false)."""
+
+    def s(name: str) -> str | None:
+        return held[name]["S"] if held is not None and name in held else None
+
+    def n(name: str) -> int | None:
+        return int(held[name]["N"]) if held is not None and name in held else None
+
+    if condition == FINAL_CONDITION:
+        return s("owner") is None or s("owner") == values[":owner"]["S"]
+    if condition == FINISH_CONDITION:
+        return s("owner") == values[":owner"]["S"] and n("attempt") == int(values[":attempt"]["N"])
+    if not condition.startswith(CLAIM_CONDITION):
+        raise AssertionError(f"condition not modelled: {condition}")
+    predecessors = {v["S"] for k, v in values.items() if k.startswith(":p")}
+    if s("state") is None:
+        return True
+    attempt, want = n("attempt"), int(values[":attempt"]["N"])
+    if attempt is None:
+        return False
+    if attempt < want and s("state") != "ended":
+        return True
+    if attempt == want and s("owner") == values[":owner"]["S"] and s("state") == "taken":
+        return True
+    if attempt == want and s("state") == "taken" and s("owner") in predecessors:
+        return True
+    lease, receives = n("lease"), n("receives")
+    return (
+        attempt == want
+        and s("state") == "taken"
+        and lease is not None
+        and lease < int(values[":stale"]["N"])
+        and receives is not None
+        and receives > 1
+    )
 
 
 class World:

@@ -13,7 +13,8 @@ call. The report counts per message where it ended and how often:
 - lost: in no final place (processed, retry-exhausted queue, DLQ); a message SQS expired is lost;
 - two places: in more than one *kind* of final place (e.g. processed and in the DLQ);
 - duplicate final copies: the same kind of place twice (e.g. two copies in the exhausted queue);
-- second chain: some attempt ran in two different SQS messages (copies) of it;
+- second chain: some attempt ran in two different copies of it (a copy is an SQS message, or the
+  messages one copy was carried on in while it waited out a claims-table outage);
 - duplicates processed: processor runs beyond one per (message, attempt).
 
 ``run()`` returns a Report; ``Report.failures()`` lists what breaks the guarantees (exit 1 here).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
 import random
@@ -46,9 +48,10 @@ from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy
+from serverless_retry.queue_redrive import decode, outgoing_message
 from serverless_retry.terminal import read_terminal
 
-from .fakeaws import ACCOUNT, FakeQueue, World, client_error
+from .fakeaws import ACCOUNT, FakeQueue, World, client_error, envelope_meta
 
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/fault-run-scheduler"
 MAX_BYTES = 4096
@@ -74,6 +77,9 @@ POLICY: dict[str, Any] = {
 STEPS = ["retry", "retry", "boom", "slow", "fatal", "keyerror", "cancel", "unprintable"]
 
 
+_DYNAMODB_CALLS = frozenset({"update_item", "put_item", "batch_write_item"})
+
+
 class Crash(BaseException):
     """The invocation dies here, after the call took effect (a Lambda timeout, an out-of-memory kill)."""
 
@@ -93,10 +99,16 @@ class Rates:
     delete_fail: float = 0.02  # the mapping's delete of a handled record fails: it comes back
     duplicate_delivery: float = 0.01  # SQS hands the same message out twice (standard queues)
     outage: tuple[float, float] | None = (600.0, 5400.0)  # seconds into the run: the Scheduler refuses all
+    claims_outage: tuple[float, float] | None = None  # seconds into the run: the claims table refuses all
+    # Seconds into the run in which every invocation dies before its sends (after its claims): the
+    # records that fail then reach the DLQ, copies with their claims taken (a bad deploy, say).
+    dying: tuple[float, float] | None = None
 
     @classmethod
-    def none(cls, *, outage: tuple[float, float] | None = None) -> Rates:
-        return cls(0, 0, 0, 0, 0, 0, 0, outage)
+    def none(
+        cls, *, outage: tuple[float, float] | None = None, claims_outage: tuple[float, float] | None = None
+    ) -> Rates:
+        return cls(0, 0, 0, 0, 0, 0, 0, outage, claims_outage, None)
 
 
 @dataclass
@@ -131,6 +143,18 @@ class Faulty:
                     counts.faulted += 1
                     counts.by_kind["scheduler-outage"] += 1
                     raise client_error("ThrottlingException", "CreateSchedule", "Rate exceeded")
+            if name in ("send_message_batch", "create_schedule") and rates.dying is not None:
+                elapsed = (self._world.clock.now() - self._start).total_seconds()
+                if rates.dying[0] <= elapsed < rates.dying[1]:
+                    counts.faulted += 1
+                    counts.by_kind["dying"] += 1
+                    raise Crash(name)
+            if name in _DYNAMODB_CALLS and rates.claims_outage is not None:
+                elapsed = (self._world.clock.now() - self._start).total_seconds()
+                if rates.claims_outage[0] <= elapsed < rates.claims_outage[1]:
+                    counts.faulted += 1
+                    counts.by_kind["claims-outage"] += 1
+                    raise client_error("InternalServerError", name, "injected outage", 500)
             roll = rng.random()
             if roll < rates.refuse:
                 counts.faulted += 1
@@ -170,34 +194,55 @@ class Variant:
     name: str
     fifo: bool = False
     fifo_order: str = "ordered"
-    table: bool = False
+    table: bool = False  # the claims table: one chain per message (the module's default)
+    idempotent: bool = False  # Powertools idempotency of the processor: a success is not run again
     transport: str = "auto"
     messages: int = 10_000
     groups: int = 0  # FIFO: message groups
     rates: Rates = field(default_factory=Rates)
     max_receive_count: int = 5
-    # FIFO ordered: records held back behind a failing message of their group still count a receive
-    # each time; a batch size of 1 keeps a group's later messages from being received meanwhile.
     batch_size: int = 10
+    # Seconds into the run at which the DLQ is redriven to the source, verbatim under new message ids
+    # (what `serverless-retry redrive` does by default); None: never.
+    redrive_at: float | None = None
 
 
 VARIANTS = {
+    # What the modules deploy by default: the claims table, no processor idempotency; with a
+    # claims-table outage inside the Scheduler's and a DLQ redrive after both.
+    "default": Variant(
+        "default",
+        table=True,
+        rates=Rates(claims_outage=(1800.0, 5400.0), dying=(6000.0, 7800.0)),
+        redrive_at=4 * 3600.0,
+    ),
     "standard": Variant("standard"),
-    "standard-table": Variant("standard-table", table=True),
-    "hops-table": Variant("hops-table", table=True, transport="sqs-hops", messages=2_000),
-    # In place every receive is an attempt, so the DLQ must leave room above max_attempts (5) for the
-    # receives that faults spend (a lost response, a failed send): maxReceiveCount 10.
+    # Claims and processor idempotency; at the end an operator redrives what the DLQ holds (copies
+    # there are provable duplicates then, acknowledged without running).
+    "standard-table": Variant("standard-table", table=True, idempotent=True, redrive_at=12 * 3600.0),
+    "hops-table": Variant("hops-table", table=True, idempotent=True, transport="sqs-hops", messages=2_000),
+    # In place every receive is an attempt but those held back behind a failing message of the group
+    # (counted in the claims table); a batch size of 1 keeps a group's later messages from being held
+    # back repeatedly (tests/functional/test_fifo_holds.py has the held-back budgets), and the DLQ
+    # leaves room above max_attempts (5) for the receives that faults spend: maxReceiveCount 10.
     "fifo-ordered-table": Variant(
         "fifo-ordered-table",
         fifo=True,
         table=True,
+        idempotent=True,
         messages=2_000,
         groups=150,
         batch_size=1,
         max_receive_count=10,
     ),
     "fifo-unordered-table": Variant(
-        "fifo-unordered-table", fifo=True, fifo_order="unordered", table=True, messages=2_000, groups=150
+        "fifo-unordered-table",
+        fifo=True,
+        fifo_order="unordered",
+        table=True,
+        idempotent=True,
+        messages=2_000,
+        groups=150,
     ),
     "scheduler-outage": Variant(
         "scheduler-outage", messages=2_000, rates=Rates.none(outage=(0.0, 6 * 3600.0))
@@ -224,7 +269,7 @@ class Processor:
         if self.idempotent and self.successes[i]:
             return
         attempt = message.retry.attempt
-        self.runs[(i, attempt)].append(message.message_id)
+        self.runs[(i, attempt)].append(copy_of(message))
         plan = doc["plan"]
         step = plan[attempt - 1] if attempt <= len(plan) else "ok"
         if step == "ok":
@@ -247,6 +292,23 @@ class Processor:
             raise asyncio.CancelledError()  # a BaseException: must fail this record only
         else:
             raise Unprintable()
+
+
+# A redriven message → the DLQ message it was (the redrive carries one copy on under a new id).
+REDRIVEN: dict[str, str] = {}
+
+
+def copy_of(message: Message) -> str:
+    """Which copy a run is: its SQS message id, or for a copy carried on under other ids (it waited out
+    a claims outage as a new message, or a DLQ redrive sent it again), the first id it had."""
+    meta = envelope_meta(message.record.get("body", "")) or {}
+    claimants = meta.get("claimants")
+    mid = str(claimants[0]) if claimants else message.message_id
+    for _ in range(100):  # redriven more than once: follow the ids back
+        if mid not in REDRIVEN:
+            break
+        mid = REDRIVEN[mid]
+    return mid
 
 
 def make_bodies(variant: Variant, rng: random.Random) -> list[tuple[str, str | None]]:
@@ -303,6 +365,7 @@ class Report:
     duplicates_dropped: int
     scheduler_fallbacks: int
     redelayed: int
+    redriven: int
     order_violations: int
     table: bool
     two_places_one_chain: list[int]  # in two kinds of final place without a second chain to explain it
@@ -337,7 +400,8 @@ class Report:
             f"  messages with a second chain {self.second_chains} (most chains {self.max_chains}), "
             f"duplicates processed {self.duplicates_processed}, duplicate copies dropped {self.duplicates_dropped}\n"
             f"  Scheduler refusals sent as delay hops {self.scheduler_fallbacks}, early copies re-delayed "
-            f"{self.redelayed}, DLQ {self.dlq}, FIFO order violations {self.order_violations}"
+            f"{self.redelayed}, DLQ {self.dlq} (after {self.redriven} redriven from it), "
+            f"FIFO order violations {self.order_violations}"
         )
 
 
@@ -373,19 +437,39 @@ class Driver:
             if record["messageId"] not in failed and self.rng.random() >= self.rates.delete_fail:
                 self.queue.delete(record["receiptHandle"])
 
-    def run(self, *, max_iterations: int, budget_seconds: float) -> None:
+    def redrive(self) -> None:
+        """The DLQ back to the source under new message ids, as `serverless-retry redrive` sends it by
+        default (queue_redrive.outgoing_message: verbatim, a retry copy naming the message it was)."""
+        assert self.queue.dlq is not None
+        now = self.world.clock.now()
+        for msg in self.queue.dlq.take_all():
+            self.counters["redriven"] += 1
+            dedup = hashlib.sha256(msg.mid.encode()).hexdigest() if self.queue.fifo else None
+            found = decode({"MessageId": msg.mid, "Body": msg.body, "MessageAttributes": msg.attributes})
+            out = outgoing_message(found, reset_attempts=False, now=now, max_bytes=MAX_BYTES)
+            sent = self.queue.send(out.body, attributes=out.attributes, group=msg.group, dedup=dedup)
+            REDRIVEN[sent] = msg.mid
+
+    def run(self, *, max_iterations: int, budget_seconds: float, redrive_at: float | None = None) -> None:
         started = time.monotonic()
         clock = self.world.clock
+        start = clock.now()
         for _ in range(max_iterations):
             if time.monotonic() - started > budget_seconds:
                 raise AssertionError(f"fault run over its {budget_seconds} s budget")
+            if redrive_at is not None and (clock.now() - start).total_seconds() >= redrive_at:
+                self.redrive()
+                redrive_at = None
             self.world.scheduler.fire_due()
             records = self.queue.receive(self.batch_size)
             if records:
                 self.invoke(records)
                 continue
+            redrive_ms = None if redrive_at is None else int((start.timestamp() + redrive_at) * 1000)
             moments = [
-                t for t in (self.queue.next_event_ms(), self.world.scheduler.next_event_ms()) if t is not None
+                t
+                for t in (self.queue.next_event_ms(), self.world.scheduler.next_event_ms(), redrive_ms)
+                if t is not None
             ]
             if not moments:
                 return
@@ -397,14 +481,16 @@ class Driver:
 
 def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0) -> Report:
     started = time.monotonic()
+    REDRIVEN.clear()
     rng = random.Random(seed)
     clock = FrozenClock()
     world = World(clock, random.Random(seed + 1))
     suffix = ".fifo" if variant.fifo else ""
+    visibility_timeout = 180
     dlq = world.queue(f"fr-dlq{suffix}", content_based_dedup=variant.fifo)
     queue = world.queue(
         f"fr{suffix}",
-        visibility_timeout=180,
+        visibility_timeout=visibility_timeout,
         dlq=dlq,
         max_receive_count=variant.max_receive_count,
         content_based_dedup=variant.fifo,
@@ -430,8 +516,9 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         scheduler_role_arn=ROLE_ARN,
         max_message_bytes=MAX_BYTES,
         fifo_order=variant.fifo_order,  # type: ignore[arg-type]
+        visibility_timeout_seconds=visibility_timeout,
     )
-    processor = Processor(idempotent=variant.table)
+    processor = Processor(idempotent=variant.idempotent)
     logger = Logger(service="fault-run", level="CRITICAL", logger_handler=logging.NullHandler())
     metrics = ConsumerMetrics()
     metrics.disabled = True
@@ -451,7 +538,7 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         queue.send(body, group=group)  # producers' sends are not under test: no faults
     driver = Driver(world, queue, consumer, variant.rates, random.Random(seed + 3))
     driver.batch_size = variant.batch_size
-    driver.run(max_iterations=2_000_000, budget_seconds=budget_seconds)
+    driver.run(max_iterations=2_000_000, budget_seconds=budget_seconds, redrive_at=variant.redrive_at)
     assert not queue.messages, "the run did not settle: messages left in the queue"
     assert not world.scheduler.schedules, "the run did not settle: schedules left"
 
@@ -502,6 +589,7 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         duplicates_dropped=driver.counters["duplicates"],
         scheduler_fallbacks=driver.counters["fallback"],
         redelayed=driver.counters["redelayed"],
+        redriven=driver.counters["redriven"],
         order_violations=violations,
         table=variant.table,
         two_places_one_chain=sorted(i for i in two if chains.get(i, 0) <= 1),
