@@ -107,7 +107,9 @@ class Rule:
 
     errors: tuple[str, ...] = ()  # class names, matched anywhere in type(exc).__mro__ (or module.Qualname)
     http_status: tuple[int, ...] = ()  # HttpError.status, or .status / .status_code / .response.status_code
-    message_regex: str | None = None  # RE2 syntax, searched for anywhere in str(exc), in linear time
+    # RE2 syntax, searched for in the first 1,024 characters of str(exc) (regex.MATCH_LIMIT_CHARS), so a
+    # decision takes milliseconds whatever the size of the error; text beyond them is never seen.
+    message_regex: str | None = None
     retry: bool = True
     max_attempts: int | None = None  # overrides the policy's for errors this rule matches
     backoff: Backoff | None = None  # merged over the policy's by from_dict
