@@ -628,7 +628,17 @@ class RetryingConsumer:
             return step
         next_attempt = context.attempt + 1
         if step.transport == "sqs-delay":
-            plan.delayed.append(Outgoing(message_id, step.body, delay_seconds=step.delay_seconds))
+            # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
+            # time + delay however long the rest of the batch runs (the hop limit only caps it).
+            plan.delayed.append(
+                Outgoing(
+                    message_id,
+                    step.body,
+                    delay_seconds=hop_limit(self.targets.retention_seconds),
+                    due_at=step.due_at,
+                    group_id=facts.group_id,
+                )
+            )
             plan.labels[message_id] = "sqs-delay"
         elif step.transport == "sqs-hops":
             plan.delayed.append(
@@ -657,11 +667,13 @@ class RetryingConsumer:
     ) -> Outgoing:
         """A copy that waits in the source queue until ``due_at``: SQS delays of at most the hop limit
         (re-delayed on arrival while early); on a FIFO queue (no per-message delay) it arrives at once
-        and is hidden there, with its group id and a deduplication id a redelivered record repeats."""
+        and is hidden there, with its group id and a deduplication id a redelivered record repeats.
+        On a standard queue it keeps the producer's MessageGroupId (a fair queue's tenant), if any."""
         if self._fifo:
             group = facts.group_id or retry_id
             return Outgoing(key, body, group_id=group, dedup_id=dedup_id(retry_id, tag, facts.message_id))
-        return Outgoing(key, body, delay_seconds=hop_limit(self.targets.retention_seconds), due_at=due_at)
+        limit = hop_limit(self.targets.retention_seconds)
+        return Outgoing(key, body, delay_seconds=limit, due_at=due_at, group_id=facts.group_id)
 
     def _plan_final(
         self,
@@ -685,9 +697,10 @@ class RetryingConsumer:
         )
         message_id: str = record["messageId"]
         context = incoming.context
-        group = dedup = None
+        group = _group_of(record) or None  # a standard queue keeps the producer's (fair queue) group
+        dedup = None
         if self.targets.exhausted_is_fifo:
-            group = _group_of(record) or context.id
+            group = group or context.id
             dedup = dedup_id(context.id, context.attempt, outcome)
         plan.exhausted.append(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup))
         plan.outcomes[message_id] = outcome

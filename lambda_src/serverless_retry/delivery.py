@@ -24,6 +24,7 @@ from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import QueueTargets
 from serverless_retry.envelope import MessageAttribute, sqs_message_size
+from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "VisibilityChange",
     "at_expression",
     "final_message",
+    "send_delay",
 ]
 
 SQS_BATCH_MAX_ENTRIES = 10
@@ -82,11 +84,14 @@ class Outgoing:
     key: str
     body: str
     attributes: dict[str, MessageAttribute] = field(default_factory=dict)
-    delay_seconds: int = 0  # logical seconds
-    group_id: str | None = None  # FIFO targets only
+    delay_seconds: int = 0  # logical seconds; the most DelaySeconds may be (never above 900)
+    # FIFO: the message group. Standard queue: the producer's MessageGroupId (a fair queue's tenant),
+    # kept so that one tenant's retries are not delivered ahead of the other tenants' messages.
+    group_id: str | None = None
     dedup_id: str | None = None  # FIFO targets only
-    # A delay hop: DelaySeconds is the time left until due_at when the call is made, at most
-    # ``delay_seconds`` (the hop limit). FIFO targets take no per-message delay: they get none.
+    # A delayed copy or a delay hop: DelaySeconds is the time left until due_at when the call is made
+    # (rounded up to the second, so never early), at most ``delay_seconds``; a batch that ran long
+    # does not make the copy late. FIFO targets take no per-message delay: they get none.
     due_at: datetime | None = None
 
 
@@ -96,7 +101,12 @@ class ScheduledRetry:
     name: str  # deterministic: envelope.schedule_name(id, attempt); also the ClientToken
     due_at: datetime  # logical UTC time the retry is due; at() = max(due_at, call time + lead)
     body: str  # the envelope JSON, delivered verbatim as the SQS message body
-    group_id: str | None = None  # FIFO source queue: the record's MessageGroupId
+    # FIFO source queue: the record's MessageGroupId. Never set for a standard queue: EventBridge
+    # Scheduler documents SqsParameters.MessageGroupId for FIFO targets only (not for fair queues, as
+    # EventBridge rules do), so a retry that waits in the Scheduler reaches a standard queue without
+    # its producer's group, and the retries that follow it too. Keep fair-queue tenants on every retry
+    # with transport "sqs-hops" (or "sqs-delay" for delays up to 900 s), which carry it.
+    group_id: str | None = None
     description: str = ""
     hops: Outgoing | None = None  # what to send instead when the Scheduler refuses
 
@@ -137,18 +147,20 @@ class Delivery:
     # -- SQS ----------------------------------------------------------------------------------------
     def send_delayed(self, messages: Sequence[Outgoing]) -> set[str]:
         """Delayed copies back to the source queue. Returns the keys that were not sent."""
-        return self._send_batches(self._targets.queue_url, messages)
+        return self._send_batches(self._targets.queue_url, messages, fifo=self._targets.source_is_fifo)
 
     def send_exhausted(self, messages: Sequence[Outgoing]) -> set[str]:
         """Final copies to the retry-exhausted queue. Returns the keys that were not sent."""
-        return self._send_batches(self._targets.exhausted_queue_url, messages)
+        return self._send_batches(
+            self._targets.exhausted_queue_url, messages, fifo=self._targets.exhausted_is_fifo
+        )
 
-    def _send_batches(self, queue_url: str, messages: Sequence[Outgoing]) -> set[str]:
+    def _send_batches(self, queue_url: str, messages: Sequence[Outgoing], *, fifo: bool) -> set[str]:
         failed: set[str] = set()
         for chunk in self._chunks(messages):
             pending = chunk
             for _ in range(SEND_TRIES):
-                lost, pending = self._send_batch(queue_url, pending)
+                lost, pending = self._send_batch(queue_url, pending, fifo=fifo)
                 failed |= lost
                 if not pending:
                     break
@@ -168,19 +180,20 @@ class Delivery:
         if chunk:
             yield chunk
 
-    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> tuple[set[str], list[Outgoing]]:
+    def _send_batch(
+        self, queue_url: str, chunk: list[Outgoing], *, fifo: bool
+    ) -> tuple[set[str], list[Outgoing]]:
         """One SendMessageBatch: (keys that failed for good, messages worth sending again now)."""
         # Entry Ids are positions: record ids may repeat within a batch and need not match [\w-]{1,80}.
         entries: list[SendMessageBatchRequestEntryTypeDef] = []
+        # Read at each call, retries included: the delay is what is left until due when SQS gets it.
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
             entry: SendMessageBatchRequestEntryTypeDef = {"Id": str(i), "MessageBody": message.body}
-            delay = message.delay_seconds
-            if message.due_at is not None and now is not None:
-                left = math.ceil((message.due_at - now).total_seconds())
-                delay = max(0, min(delay, left))
-            if delay and message.group_id is None:
-                entry["DelaySeconds"] = delay
+            if not fifo:  # a FIFO queue refuses a per-message delay
+                delay = send_delay(message, now)
+                if delay:
+                    entry["DelaySeconds"] = delay
             if message.attributes:
                 entry["MessageAttributes"] = api_attributes(message.attributes)
             if message.group_id is not None:
@@ -330,6 +343,16 @@ class Delivery:
             )
             return "failed"
         return "scheduled"
+
+
+def send_delay(message: Outgoing, now: datetime | None) -> int:
+    """DelaySeconds for ``message`` sent at ``now``: the whole seconds left until its due time, rounded
+    up (SQS counts whole seconds, so the copy is never visible before it is due), never negative, at
+    most its ``delay_seconds`` and SQS's 900."""
+    delay = message.delay_seconds
+    if message.due_at is not None and now is not None:
+        delay = min(delay, math.ceil((message.due_at - now).total_seconds()))
+    return max(0, min(delay, SQS_MAX_DELAY_SECONDS))
 
 
 def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:

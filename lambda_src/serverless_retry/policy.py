@@ -48,6 +48,10 @@ __all__ = [
 
 Transport = Literal["auto", "sqs-delay", "sqs-hops", "scheduler", "visibility"]
 # sqs-hops: SQS delays of <= 900 s at a time, the copy carrying its due time (no Scheduler, any delay).
+# Fair queues (a standard queue whose producers set MessageGroupId): sqs-delay, sqs-hops and the copy to
+# the retry-exhausted queue keep the producer's group; a "scheduler" retry cannot (EventBridge Scheduler
+# documents SqsParameters.MessageGroupId for FIFO targets only), so that copy and the retries after it
+# go without it. Use "sqs-hops" to keep every retry in its tenant's group.
 ResolvedTransport = Literal["sqs-delay", "sqs-hops", "scheduler", "visibility"]
 Action = Literal["retry", "exhausted", "non-retryable"]
 Unmatched = Literal["retry", "dead-letter"]

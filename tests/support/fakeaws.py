@@ -6,6 +6,7 @@ tens of thousands of messages, with the semantics the consumer depends on:
   redrive to a DLQ when a receive would exceed maxReceiveCount, retention (a message older than it
   is deleted wherever it is: recorded as *expired*, i.e. lost), at-least-once (optional duplicate
   deliveries of the same message with a second receipt handle);
+- SQS standard: a MessageGroupId is kept and returned (fair queues), and orders nothing;
 - SQS FIFO: no per-message delay (refused like AWS), MessageGroupId required, deduplication for 5
   minutes (content-based when the queue has it, else a MessageDeduplicationId is required), and the
   group lock: while any message of a group is in flight, no message of that group is returned;
@@ -119,14 +120,14 @@ class FakeQueue:
             if seen is not None and now - seen < DEDUP_WINDOW_MS:
                 return f"dedup-{dedup[:12]}"  # accepted, not enqueued again
             self._dedup[dedup] = now
-        elif group is not None:
-            raise client_error("InvalidParameterValue", "SendMessage", "MessageGroupId is for FIFO queues")
+        # A standard queue takes a MessageGroupId too (a fair queue's tenant, SQS 2025): it orders
+        # nothing there, but ReceiveMessage returns it.
         seq = next(self.world.seq)
         mid = f"{self.name[:4]}-{seq:08d}"
         msg = Msg(mid, body, dict(attributes or {}), seq, now, now + delay * 1000, group)
         self.messages[mid] = msg
         heapq.heappush(self._heap, (msg.available_ms, seq, mid))
-        if group is not None:
+        if group is not None and self.fifo:
             self.groups.setdefault(group, []).append(mid)
         return mid
 
@@ -135,7 +136,7 @@ class FakeQueue:
         del self.messages[msg.mid]
         for receipt in msg.receipts:
             self._receipts.pop(receipt, None)
-        if msg.group is not None:
+        if msg.group is not None and self.fifo:
             members = self.groups[msg.group]
             members.remove(msg.mid)
             if not members:
@@ -179,7 +180,7 @@ class FakeQueue:
         )
         self.messages[fresh.mid] = fresh
         heapq.heappush(self._heap, (fresh.available_ms, fresh.seq, fresh.mid))
-        if fresh.group is not None:
+        if fresh.group is not None and self.fifo:
             self.groups.setdefault(fresh.group, []).append(fresh.mid)
 
     def receive(self, limit: int = 10) -> list[dict[str, Any]]:
@@ -224,6 +225,7 @@ class FakeQueue:
         }
         if msg.group is not None:
             attributes["MessageGroupId"] = msg.group
+        if msg.group is not None and self.fifo:
             attributes["SequenceNumber"] = str(msg.seq).zfill(20)
         return {
             "messageId": msg.mid,
