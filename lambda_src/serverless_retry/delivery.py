@@ -28,7 +28,7 @@ from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
-    from mypy_boto3_scheduler.type_defs import TargetTypeDef
+    from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef, TargetTypeDef
     from mypy_boto3_sqs.type_defs import (
         ChangeMessageVisibilityBatchRequestEntryTypeDef,
         MessageAttributeValueTypeDef,
@@ -62,9 +62,10 @@ SCHEDULE_MIN_LEAD_SECONDS = 5
 # throttled or failing calls are tried again within the invocation, up to this many tries in all,
 # before their records go back to the queue (where each return spends a receive of maxReceiveCount).
 SEND_TRIES = 3
-# CreateSchedule errors that say "not now" (throttling, quota, the service failing or not answering):
-# the retry then waits in SQS delay hops instead. Anything else (access denied, a validation error)
-# is a configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
+# CreateSchedule errors that say "not now" (throttling, quota, the service failing): the retry then
+# waits in SQS delay hops instead. A call that got no answer (a timeout) may have worked: the schedule's
+# name resolves it first (Delivery._resolve). Anything else (access denied, a validation error) is a
+# configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
 _REFUSALS = frozenset(
     {
         "ThrottlingException",
@@ -75,6 +76,9 @@ _REFUSALS = frozenset(
         "ServiceUnavailableException",
     }
 )
+
+
+ScheduleResult = Literal["scheduled", "refused", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,8 +300,13 @@ class Delivery:
                 failed.add(retry.key)
         return failed, refused
 
-    def schedule(self, retry: ScheduledRetry) -> Literal["scheduled", "refused", "failed"]:
-        """Create the one-time schedule: "scheduled" when it exists afterwards (created now or before)."""
+    def schedule(self, retry: ScheduledRetry) -> ScheduleResult:
+        """Create the one-time schedule: "scheduled" when it exists afterwards (created now or before),
+        "refused" when it provably does not (the retry can wait in hops instead), "failed" otherwise.
+
+        A call that timed out or lost its connection may have created the schedule: taking it for a
+        refusal would add a hop copy beside it, a second chain. The name is deterministic, so the
+        ambiguity is resolved by asking for it (see ``_resolve``) before anything falls back."""
         targets = self._targets
         if targets.schedule_group is None or targets.scheduler_role_arn is None:
             return "refused"  # no Scheduler configured (library use): the retry waits in hops
@@ -311,37 +320,97 @@ class Delivery:
         if retry.group_id is not None:
             target["SqsParameters"] = {"MessageGroupId": retry.group_id}
         at = max(retry.due_at, self._clock.now() + timedelta(seconds=SCHEDULE_MIN_LEAD_SECONDS))
+        request: CreateScheduleInputTypeDef = {
+            "Name": retry.name,
+            "GroupName": targets.schedule_group,
+            # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
+            "ClientToken": retry.name.replace(".", "-"),
+            "ScheduleExpression": at_expression(at),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "ActionAfterCompletion": "DELETE",
+            "State": "ENABLED",
+            "Description": retry.description[:512],
+            "Target": target,
+        }
+        log = {"message_id": retry.key, "schedule": retry.name}
         try:
-            self._clients.scheduler.create_schedule(
-                Name=retry.name,
-                GroupName=targets.schedule_group,
-                # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
-                ClientToken=retry.name.replace(".", "-"),
-                ScheduleExpression=at_expression(at),
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                State="ENABLED",
-                Description=retry.description[:512],
-                Target=target,
-            )
+            self._clients.scheduler.create_schedule(**request)
         except Exception as exc:
-            if (
-                isinstance(exc, ClientError)
-                and exc.response.get("Error", {}).get("Code") == "ConflictException"
-            ):
+            if _is_conflict(exc):
                 return "scheduled"  # already scheduled by an earlier delivery of this record
+            if _is_timeout(exc):
+                return self._resolve(retry, request, at, exc)
             if _is_refusal(exc):
                 self._logger.warning(
                     "CreateSchedule refused; the retry waits in SQS delay hops instead",
-                    extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
+                    extra={**log, "error": _describe(exc)},
                 )
                 return "refused"
             self._logger.error(
                 "CreateSchedule failed; the record goes back to the queue",
-                extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
+                extra={**log, "error": _describe(exc)},
             )
             return "failed"
+        return "scheduled"
+
+    def _resolve(
+        self, retry: ScheduledRetry, request: CreateScheduleInputTypeDef, at: datetime, exc: Exception
+    ) -> ScheduleResult:
+        """CreateSchedule gave no answer: did it create the schedule? GetSchedule by its name tells.
+
+        - found: it did ("scheduled");
+        - not found before its at(): it did not, or not yet; the same request again (same name, token
+          and time) makes exactly one: created now, or ConflictException because the first landed
+          meanwhile - both "scheduled". A plain refusal of that second call means neither exists:
+          "refused" (hops). Another timeout: "failed";
+        - not found at or after its at(): it may have run and deleted itself (ActionAfterCompletion
+          DELETE), its copy already sent; creating it again would start a second chain, and assuming
+          it ran could lose the message. "failed": the record goes back, unacknowledged;
+        - GetSchedule itself failing: "failed" too. A redelivered record repeats the same name, so
+          its CreateSchedule finds the schedule (ConflictException) if the first call made it.
+        """
+        group = request["GroupName"]
+        log = {"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)}
+        try:
+            self._clients.scheduler.get_schedule(Name=retry.name, GroupName=group)
+        except Exception as lookup:
+            if not _is_not_found(lookup):
+                self._logger.error(
+                    "CreateSchedule gave no answer and GetSchedule failed; the record goes back to the queue",
+                    extra={**log, "lookup_error": _describe(lookup)},
+                )
+                return "failed"
+        else:
+            self._logger.info("CreateSchedule gave no answer; GetSchedule found the schedule", extra=log)
+            return "scheduled"
+        if self._clock.now() >= at:
+            self._logger.error(
+                "CreateSchedule gave no answer and the schedule is gone at its time: it may have run; "
+                "the record goes back to the queue",
+                extra=log,
+            )
+            return "failed"
+        try:
+            self._clients.scheduler.create_schedule(**request)
+        except Exception as again:
+            if _is_conflict(again):
+                return "scheduled"
+            if _is_refusal(again) and not _is_timeout(again):
+                self._logger.warning(
+                    "CreateSchedule gave no answer, the schedule does not exist and the Scheduler refuses "
+                    "it now; the retry waits in SQS delay hops instead",
+                    extra={**log, "retry_error": _describe(again)},
+                )
+                return "refused"
+            self._logger.error(
+                "CreateSchedule gave no answer twice; the record goes back to the queue",
+                extra={**log, "retry_error": _describe(again)},
+            )
+            return "failed"
+        self._logger.info(
+            "CreateSchedule gave no answer; created again after GetSchedule found none", extra=log
+        )
         return "scheduled"
 
 
@@ -393,13 +462,24 @@ def _is_timeout(exc: Exception) -> bool:
 
 
 def _is_refusal(exc: Exception) -> bool:
+    """The Scheduler said "not now" (it answered: the call took no effect). A timeout is not one."""
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
-    # A timeout or a dropped connection: the call may have worked; a redelivered record would find the
-    # schedule (ConflictException), a hop copy may duplicate it, which the idempotency claim ends.
-    return _is_timeout(exc)
+    return False
+
+
+def _code(exc: Exception) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return _code(exc) == "ConflictException"
+
+
+def _is_not_found(exc: Exception) -> bool:
+    return _code(exc) == "ResourceNotFoundException"
 
 
 def _describe(exc: BaseException) -> str:

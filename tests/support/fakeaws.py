@@ -10,7 +10,8 @@ tens of thousands of messages, with the semantics the consumer depends on:
 - SQS FIFO: no per-message delay (refused like AWS), MessageGroupId required, deduplication for 5
   minutes (content-based when the queue has it, else a MessageDeduplicationId is required), and the
   group lock: while any message of a group is in flight, no message of that group is returned;
-- Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException; at() in the past,
+- Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException, GetSchedule of
+  one that does not (or no longer does) a ResourceNotFoundException; at() in the past,
   a FIFO dead-letter queue, or a FIFO target without a MessageGroupId is a ValidationException; firing
   sends the Input to the target queue and deletes the schedule (ActionAfterCompletion DELETE);
 - DynamoDB: the conditional PutItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem the
@@ -353,6 +354,14 @@ class FakeSchedulerClient:
         heapq.heappush(self._due, (due_ms, name))
         self.created += 1
         return {"ScheduleArn": f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/{params['GroupName']}/{name}"}
+
+    def get_schedule(self, *, Name: str, GroupName: str) -> dict[str, Any]:
+        schedule = self.schedules.get(Name)
+        if schedule is None:  # never created, or already fired (and deleted itself)
+            raise client_error(
+                "ResourceNotFoundException", "GetSchedule", f"Schedule {Name} does not exist.", 404
+            )
+        return {"Name": Name, "GroupName": GroupName, "Target": schedule.target, "State": "ENABLED"}
 
     def fire_due(self) -> int:
         """Send each due schedule's Input to its target and delete the schedule (what AWS does)."""
