@@ -17,7 +17,8 @@ Order of operations (DESIGN §5):
      "now" is the record's own first-receive time), among a delayed copy, delay hops, a one-time
      schedule, an in-place retry (visibility timeout), or a final copy to the retry-exhausted queue;
   7. the calls run batched once every record was processed: CreateSchedule (its at() fixed at call
-     time; a refusal - throttling, quota, 5xx, timeout - turns the retry into delay hops), then
+     time; a refusal - throttling, quota, 5xx - turns the retry into delay hops; a call that got no
+     answer is resolved by the schedule's deterministic name before anything falls back), then
      SendMessageBatch for delayed copies and hops, ChangeMessageVisibilityBatch, and SendMessageBatch
      to the retry-exhausted queue. A record counts as handled only when its call succeeded; otherwise
      it is in ``batchItemFailures`` and the queue's visibility timeout (then its DLQ) takes over.
@@ -75,6 +76,7 @@ from serverless_retry.planning import (
     decision_time,
     expiry_problem,
     hop_limit,
+    latest_due,
     plan_failure,
 )
 from serverless_retry.planning import arrival as copy_arrival
@@ -363,6 +365,7 @@ class RetryingConsumer:
                     message_id=message_id,
                     source=source,
                     receive_count=facts.receive_count if in_place else 1,
+                    latest_due=latest_due(self.policy, self.clock.now()),
                 )
                 if incoming.kind == "invalid":
                     self._plan_final(

@@ -305,6 +305,16 @@ class RetryPolicy:
             out["max_age_seconds"] = self.max_age_seconds
         return out
 
+    @property
+    def max_delay_seconds(self) -> int:
+        """The longest delay this policy can give a retry: the largest cap among its backoffs (a
+        Retry-After hint is capped by them too), in whole seconds as decisions round up."""
+        caps = [
+            self.backoff.max_seconds,
+            *(r.backoff.max_seconds for r in self.rules if r.backoff is not None),
+        ]
+        return math.ceil(max(caps))
+
     def match(self, error: BaseException) -> tuple[int, Rule] | None:
         """The first rule that matches ``error``, with its index."""
         for index, rule in enumerate(self.rules):
