@@ -60,11 +60,12 @@ from serverless_retry.envelope import (
     MAX_ATTEMPT,
     Incoming,
     Outcome,
+    RetryContext,
     attributes_from_record,
     schedule_name,
     unwrap,
 )
-from serverless_retry.errors import EventShapeError
+from serverless_retry.errors import EventShapeError, UnhandledRecordError
 from serverless_retry.message import Message, Processor, first_delivery
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
@@ -81,6 +82,7 @@ from serverless_retry.planning import (
 )
 from serverless_retry.planning import arrival as copy_arrival
 from serverless_retry.policy import RetryPolicy
+from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
 
 __all__ = [
     "BatchItemFailure",
@@ -129,6 +131,7 @@ class _Plan:
     failed: set[str] = field(default_factory=set)  # records the queue must redeliver
     claimed: dict[str, tuple[str, int]] = field(default_factory=dict)  # key → (retry id, attempt)
     repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
+    unidentified: list[str] = field(default_factory=list)  # keys of records without a messageId
 
 
 class _InProgressElsewhere(Exception):
@@ -304,7 +307,10 @@ class RetryingConsumer:
                 message_id: str = record["messageId"]
                 body: str = record["body"]
                 fast = (
-                    record.get("eventSourceARN") == source
+                    type(body) is str
+                    and type(message_id) is str
+                    and message_id != ""
+                    and record.get("eventSourceARN") == source
                     and ENVELOPE_KEY not in body
                     and "\\u" not in body
                     and (plain or (not ordered and _receive_count(record) == 1))
@@ -331,6 +337,8 @@ class RetryingConsumer:
         if plan is None:
             return BatchResult([], counts)
         self._deliver(plan, counts)
+        if plan.unidentified:
+            self._unidentified_unsent(plan, records)
         if plan.claimed:
             self._finish_claims(plan)
         return BatchResult(_in_record_order(records, plan.failed), counts)
@@ -346,6 +354,10 @@ class RetryingConsumer:
         group: str | None = None
         facts: RecordFacts | None = None
         incoming: Incoming | None = None
+        problem = record_problem(record)
+        if problem is not None:
+            self._unhandled(plan, record, problem, error=None, blocked=blocked)
+            return False
         try:
             message_id: str = record["messageId"]
             body: str = record["body"]
@@ -404,11 +416,12 @@ class RetryingConsumer:
                     return False  # a redelivery whose handling already finished, or goes back
                 attempt = plan.repeat.get(message_id, receive_count) if in_place else 1
                 message = first_delivery(message_id, body, record, source, attempt)
-        except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
+        except Exception as exc:  # a record we cannot read, or a bug of ours: kept with the reason
             self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
-            plan.failed.add(str(record.get("messageId", "")))
-            if ordered:
-                blocked[group or _group_of(record)] = None
+            reason = (
+                f"unhandled record: the consumer could not prepare it ({_type_name(exc)}: {_error_text(exc)})"
+            )
+            self._unhandled(plan, record, reason, error=exc, blocked=blocked)
             return False
         try:
             self.processor(message)
@@ -418,6 +431,70 @@ class RetryingConsumer:
             )
             return False
         return True
+
+    def _unhandled(
+        self,
+        plan: _Plan,
+        record: object,
+        reason: str,
+        *,
+        error: BaseException | None,
+        blocked: dict[str, datetime | None],
+    ) -> None:
+        """A record the consumer cannot handle: to the retry-exhausted queue with the reason (outcome
+        invalid-envelope), its body (or the record itself) kept. If that send fails it is handed back
+        alone, by its messageId; one without a usable messageId cannot be (see ``records``)."""
+        message_id = record_id(record)
+        raw = raw_text(record)
+        key = message_id
+        if key is None:
+            key = f"<record without messageId #{len(plan.unidentified) + 1}>"
+            plan.unidentified.append(key)
+        attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
+        incoming = Incoming(
+            kind="invalid",
+            body=raw,
+            attributes=attributes_from_record(attributes) if isinstance(attributes, Mapping) else {},
+            context=RetryContext(message_id or unidentified_id(raw), 1, None, (), self._source),
+            meta=None,
+            problem=reason,
+        )
+        try:
+            self._plan_final(
+                plan,
+                record if isinstance(record, Mapping) else {},
+                incoming,
+                "invalid-envelope",
+                error=error,
+                reason=reason,
+                now=self.clock.now(),
+                key=key,
+            )
+        except Exception:  # not even that: hand it back (by its id, when it has one)
+            self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
+            plan.failed.add(key)
+        if self._ordered and message_id is not None:
+            blocked[_group_of(record)] = None  # the rest of its group waits behind it, as for any failure
+
+    def _unidentified_unsent(self, plan: _Plan, records: Sequence[Mapping[str, Any]]) -> None:
+        """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
+        name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
+        all. So fail the invocation only when that takes nothing else back - every other record goes
+        back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
+        unsent = [key for key in plan.unidentified if key in plan.failed]
+        if not unsent:
+            return
+        others = [i for i in (record_id(r) for r in records) if i is not None]
+        if all(i in plan.failed for i in others):
+            raise UnhandledRecordError(
+                f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
+                "failing the invocation returns only them and records already handed back"
+            )
+        self.logger.error(
+            "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
+            "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
+            extra={"records": len(unsent)},
+        )
 
     def _failed(
         self,
@@ -688,6 +765,7 @@ class RetryingConsumer:
         error: BaseException | None,
         reason: str,
         now: datetime,
+        key: str | None = None,
     ) -> None:
         body, attributes, form = final_message(
             incoming,
@@ -698,7 +776,7 @@ class RetryingConsumer:
             traceback_text=short_traceback(error) if error is not None else "",
             max_bytes=self.targets.exhausted_max_message_bytes,
         )
-        message_id: str = record["messageId"]
+        message_id: str = key if key is not None else record["messageId"]
         context = incoming.context
         group = _group_of(record) or None  # a standard queue keeps the producer's (fair queue) group
         dedup = None
@@ -797,7 +875,9 @@ def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsu
     return RetryingConsumer.from_settings(settings, processor)
 
 
-def _group_of(record: Mapping[str, Any]) -> str:
+def _group_of(record: object) -> str:
+    if not isinstance(record, Mapping):
+        return ""
     attributes = record.get("attributes")
     group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
     return str(group or "")
@@ -816,8 +896,8 @@ def _in_record_order(records: Sequence[Mapping[str, Any]], failed: set[str]) -> 
     out: list[str] = []
     seen: set[str] = set()
     for record in records:
-        message_id = str(record.get("messageId", ""))
-        if message_id in failed and message_id not in seen:
+        message_id = record_id(record)  # never an empty itemIdentifier: it would fail the whole batch
+        if message_id is not None and message_id in failed and message_id not in seen:
             seen.add(message_id)
             out.append(message_id)
     return out
