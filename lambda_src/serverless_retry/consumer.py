@@ -709,12 +709,13 @@ class RetryingConsumer:
         next_attempt = context.attempt + 1
         if step.transport == "sqs-delay":
             # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
-            # time + delay however long the rest of the batch runs (the hop limit only caps it).
+            # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
+            # then comes less than a second early at most, which counts as due).
             plan.delayed.append(
                 Outgoing(
                     message_id,
                     step.body,
-                    delay_seconds=hop_limit(self.targets.retention_seconds),
+                    delay_seconds=step.delay_seconds,
                     due_at=step.due_at,
                     group_id=facts.group_id,
                 )
