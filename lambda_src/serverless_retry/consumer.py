@@ -18,7 +18,8 @@ Order of operations (DESIGN §5):
      "now" is the record's own first-receive time), among a delayed copy, delay hops, a one-time
      schedule, an in-place retry (visibility timeout), or a final copy to the retry-exhausted queue;
   7. the calls run batched once every record was processed: CreateSchedule (its at() fixed at call
-     time; a refusal - throttling, quota, 5xx, timeout - turns the retry into delay hops), then
+     time; a refusal - throttling, quota, 5xx - turns the retry into delay hops; a call that got no
+     answer is resolved by the schedule's deterministic name before anything falls back), then
      SendMessageBatch for delayed copies and hops, ChangeMessageVisibilityBatch, and SendMessageBatch
      to the retry-exhausted queue. A record counts as handled only when its call succeeded; otherwise
      it is in ``batchItemFailures`` and the queue's visibility timeout (then its DLQ) takes over.
@@ -61,13 +62,14 @@ from serverless_retry.envelope import (
     MAX_ATTEMPT,
     Incoming,
     Outcome,
+    RetryContext,
     attributes_from_record,
     fits,
     schedule_name,
     unwrap,
     waiting_copy,
 )
-from serverless_retry.errors import EventShapeError
+from serverless_retry.errors import EventShapeError, UnhandledRecordError
 from serverless_retry.message import Message, Processor, first_delivery
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
@@ -79,10 +81,12 @@ from serverless_retry.planning import (
     decision_time,
     expiry_problem,
     hop_limit,
+    latest_due,
     plan_failure,
 )
 from serverless_retry.planning import arrival as copy_arrival
 from serverless_retry.policy import RetryPolicy
+from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
 
 __all__ = [
     "BatchItemFailure",
@@ -137,6 +141,7 @@ class _Plan:
     claimed: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # key → (id, attempt, receives)
     repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
     holds: dict[str, int] = field(default_factory=dict)  # in place: key → receives spent held back
+    unidentified: list[str] = field(default_factory=list)  # keys of records without a messageId
 
 
 class _InProgressElsewhere(Exception):
@@ -313,7 +318,10 @@ class RetryingConsumer:
                 message_id: str = record["messageId"]
                 body: str = record["body"]
                 fast = (
-                    record.get("eventSourceARN") == source
+                    type(body) is str
+                    and type(message_id) is str
+                    and message_id != ""
+                    and record.get("eventSourceARN") == source
                     and ENVELOPE_KEY not in body
                     and "\\u" not in body
                     and (plain or (not ordered and _receive_count(record) == 1))
@@ -340,6 +348,8 @@ class RetryingConsumer:
         if plan is None:
             return BatchResult([], counts)
         self._deliver(plan, counts)
+        if plan.unidentified:
+            self._unidentified_unsent(plan, records)
         if plan.claimed:
             self._finish_claims(plan)
         return BatchResult(_in_record_order(records, plan.failed), counts)
@@ -355,6 +365,10 @@ class RetryingConsumer:
         group: str | None = None
         facts: RecordFacts | None = None
         incoming: Incoming | None = None
+        problem = record_problem(record)
+        if problem is not None:
+            self._unhandled(plan, record, problem, error=None, blocked=blocked)
+            return False
         try:
             message_id: str = record["messageId"]
             body: str = record["body"]
@@ -374,6 +388,7 @@ class RetryingConsumer:
                     message_id=message_id,
                     source=source,
                     receive_count=facts.receive_count if in_place else 1,
+                    latest_due=latest_due(self.policy, self.clock.now()),
                 )
                 if incoming.kind == "invalid":
                     self._plan_final(
@@ -418,11 +433,12 @@ class RetryingConsumer:
                 else:
                     attempt = 1
                 message = first_delivery(message_id, body, record, source, attempt)
-        except Exception:  # a malformed record or a bug of ours: the queue redelivers, then its DLQ
+        except Exception as exc:  # a record we cannot read, or a bug of ours: kept with the reason
             self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
-            plan.failed.add(str(record.get("messageId", "")))
-            if ordered:
-                blocked[group or _group_of(record)] = None
+            reason = (
+                f"unhandled record: the consumer could not prepare it ({_type_name(exc)}: {_error_text(exc)})"
+            )
+            self._unhandled(plan, record, reason, error=exc, blocked=blocked)
             return False
         try:
             self.processor(message)
@@ -432,6 +448,70 @@ class RetryingConsumer:
             )
             return False
         return True
+
+    def _unhandled(
+        self,
+        plan: _Plan,
+        record: object,
+        reason: str,
+        *,
+        error: BaseException | None,
+        blocked: dict[str, datetime | None],
+    ) -> None:
+        """A record the consumer cannot handle: to the retry-exhausted queue with the reason (outcome
+        invalid-envelope), its body (or the record itself) kept. If that send fails it is handed back
+        alone, by its messageId; one without a usable messageId cannot be (see ``records``)."""
+        message_id = record_id(record)
+        raw = raw_text(record)
+        key = message_id
+        if key is None:
+            key = f"<record without messageId #{len(plan.unidentified) + 1}>"
+            plan.unidentified.append(key)
+        attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
+        incoming = Incoming(
+            kind="invalid",
+            body=raw,
+            attributes=attributes_from_record(attributes) if isinstance(attributes, Mapping) else {},
+            context=RetryContext(message_id or unidentified_id(raw), 1, None, (), self._source),
+            meta=None,
+            problem=reason,
+        )
+        try:
+            self._plan_final(
+                plan,
+                record if isinstance(record, Mapping) else {},
+                incoming,
+                "invalid-envelope",
+                error=error,
+                reason=reason,
+                now=self.clock.now(),
+                key=key,
+            )
+        except Exception:  # not even that: hand it back (by its id, when it has one)
+            self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
+            plan.failed.add(key)
+        if self._ordered and message_id is not None:
+            blocked[_group_of(record)] = None  # the rest of its group waits behind it, as for any failure
+
+    def _unidentified_unsent(self, plan: _Plan, records: Sequence[Mapping[str, Any]]) -> None:
+        """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
+        name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
+        all. So fail the invocation only when that takes nothing else back - every other record goes
+        back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
+        unsent = [key for key in plan.unidentified if key in plan.failed]
+        if not unsent:
+            return
+        others = [i for i in (record_id(r) for r in records) if i is not None]
+        if all(i in plan.failed for i in others):
+            raise UnhandledRecordError(
+                f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
+                "failing the invocation returns only them and records already handed back"
+            )
+        self.logger.error(
+            "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
+            "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
+            extra={"records": len(unsent)},
+        )
 
     def _failed(
         self,
@@ -795,7 +875,18 @@ class RetryingConsumer:
             return step
         next_attempt = context.attempt + 1
         if step.transport == "sqs-delay":
-            plan.delayed.append(Outgoing(message_id, step.body, delay_seconds=step.delay_seconds))
+            # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
+            # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
+            # then comes less than a second early at most, which counts as due).
+            plan.delayed.append(
+                Outgoing(
+                    message_id,
+                    step.body,
+                    delay_seconds=step.delay_seconds,
+                    due_at=step.due_at,
+                    group_id=facts.group_id,
+                )
+            )
             plan.labels[message_id] = "sqs-delay"
         elif step.transport == "sqs-hops":
             plan.delayed.append(
@@ -824,11 +915,13 @@ class RetryingConsumer:
     ) -> Outgoing:
         """A copy that waits in the source queue until ``due_at``: SQS delays of at most the hop limit
         (re-delayed on arrival while early); on a FIFO queue (no per-message delay) it arrives at once
-        and is hidden there, with its group id and a deduplication id a redelivered record repeats."""
+        and is hidden there, with its group id and a deduplication id a redelivered record repeats.
+        On a standard queue it keeps the producer's MessageGroupId (a fair queue's tenant), if any."""
         if self._fifo:
             group = facts.group_id or retry_id
             return Outgoing(key, body, group_id=group, dedup_id=dedup_id(retry_id, tag, facts.message_id))
-        return Outgoing(key, body, delay_seconds=hop_limit(self.targets.retention_seconds), due_at=due_at)
+        limit = hop_limit(self.targets.retention_seconds)
+        return Outgoing(key, body, delay_seconds=limit, due_at=due_at, group_id=facts.group_id)
 
     def _plan_final(
         self,
@@ -840,6 +933,7 @@ class RetryingConsumer:
         error: BaseException | None,
         reason: str,
         now: datetime,
+        key: str | None = None,
     ) -> None:
         body, attributes, form = final_message(
             incoming,
@@ -850,11 +944,12 @@ class RetryingConsumer:
             traceback_text=short_traceback(error) if error is not None else "",
             max_bytes=self.targets.exhausted_max_message_bytes,
         )
-        message_id: str = record["messageId"]
+        message_id: str = key if key is not None else record["messageId"]
         context = incoming.context
-        group = dedup = None
+        group = _group_of(record) or None  # a standard queue keeps the producer's (fair queue) group
+        dedup = None
         if self.targets.exhausted_is_fifo:
-            group = _group_of(record) or context.id
+            group = group or context.id
             dedup = dedup_id(context.id, context.attempt, outcome)
         plan.exhausted.append(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup))
         plan.outcomes[message_id] = outcome
@@ -948,7 +1043,9 @@ def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsu
     return RetryingConsumer.from_settings(settings, processor)
 
 
-def _group_of(record: Mapping[str, Any]) -> str:
+def _group_of(record: object) -> str:
+    if not isinstance(record, Mapping):
+        return ""
     attributes = record.get("attributes")
     group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
     return str(group or "")
@@ -967,8 +1064,8 @@ def _in_record_order(records: Sequence[Mapping[str, Any]], failed: set[str]) -> 
     out: list[str] = []
     seen: set[str] = set()
     for record in records:
-        message_id = str(record.get("messageId", ""))
-        if message_id in failed and message_id not in seen:
+        message_id = record_id(record)  # never an empty itemIdentifier: it would fail the whole batch
+        if message_id is not None and message_id in failed and message_id not in seen:
             seen.add(message_id)
             out.append(message_id)
     return out

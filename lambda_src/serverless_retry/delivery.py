@@ -24,10 +24,11 @@ from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import QueueTargets
 from serverless_retry.envelope import MessageAttribute, sqs_message_size
+from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
-    from mypy_boto3_scheduler.type_defs import TargetTypeDef
+    from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef, TargetTypeDef
     from mypy_boto3_sqs.type_defs import (
         ChangeMessageVisibilityBatchRequestEntryTypeDef,
         MessageAttributeValueTypeDef,
@@ -44,6 +45,7 @@ __all__ = [
     "VisibilityChange",
     "at_expression",
     "final_message",
+    "send_delay",
 ]
 
 SQS_BATCH_MAX_ENTRIES = 10
@@ -60,9 +62,10 @@ SCHEDULE_MIN_LEAD_SECONDS = 5
 # throttled or failing calls are tried again within the invocation, up to this many tries in all,
 # before their records go back to the queue (where each return spends a receive of maxReceiveCount).
 SEND_TRIES = 3
-# CreateSchedule errors that say "not now" (throttling, quota, the service failing or not answering):
-# the retry then waits in SQS delay hops instead. Anything else (access denied, a validation error)
-# is a configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
+# CreateSchedule errors that say "not now" (throttling, quota, the service failing): the retry then
+# waits in SQS delay hops instead. A call that got no answer (a timeout) may have worked: the schedule's
+# name resolves it first (Delivery._resolve). Anything else (access denied, a validation error) is a
+# configuration problem: the record goes back to the queue and the DLQ alarm tells someone.
 _REFUSALS = frozenset(
     {
         "ThrottlingException",
@@ -75,6 +78,9 @@ _REFUSALS = frozenset(
 )
 
 
+ScheduleResult = Literal["scheduled", "refused", "failed"]
+
+
 @dataclass(frozen=True, slots=True)
 class Outgoing:
     """One SQS message to send; ``key`` is the record it stands for."""
@@ -82,11 +88,14 @@ class Outgoing:
     key: str
     body: str
     attributes: dict[str, MessageAttribute] = field(default_factory=dict)
-    delay_seconds: int = 0  # logical seconds
-    group_id: str | None = None  # FIFO targets only
+    delay_seconds: int = 0  # logical seconds; the most DelaySeconds may be (never above 900)
+    # FIFO: the message group. Standard queue: the producer's MessageGroupId (a fair queue's tenant),
+    # kept so that one tenant's retries are not delivered ahead of the other tenants' messages.
+    group_id: str | None = None
     dedup_id: str | None = None  # FIFO targets only
-    # A delay hop: DelaySeconds is the time left until due_at when the call is made, at most
-    # ``delay_seconds`` (the hop limit). FIFO targets take no per-message delay: they get none.
+    # A delayed copy or a delay hop: DelaySeconds is the time left until due_at when the call is made
+    # (rounded up to the second, so never early), at most ``delay_seconds``; a batch that ran long
+    # does not make the copy late. FIFO targets take no per-message delay: they get none.
     due_at: datetime | None = None
 
 
@@ -96,7 +105,12 @@ class ScheduledRetry:
     name: str  # deterministic: envelope.schedule_name(id, attempt); also the ClientToken
     due_at: datetime  # logical UTC time the retry is due; at() = max(due_at, call time + lead)
     body: str  # the envelope JSON, delivered verbatim as the SQS message body
-    group_id: str | None = None  # FIFO source queue: the record's MessageGroupId
+    # FIFO source queue: the record's MessageGroupId. Never set for a standard queue: EventBridge
+    # Scheduler documents SqsParameters.MessageGroupId for FIFO targets only (not for fair queues, as
+    # EventBridge rules do), so a retry that waits in the Scheduler reaches a standard queue without
+    # its producer's group, and the retries that follow it too. Keep fair-queue tenants on every retry
+    # with transport "sqs-hops" (or "sqs-delay" for delays up to 900 s), which carry it.
+    group_id: str | None = None
     description: str = ""
     hops: Outgoing | None = None  # what to send instead when the Scheduler refuses
 
@@ -137,18 +151,20 @@ class Delivery:
     # -- SQS ----------------------------------------------------------------------------------------
     def send_delayed(self, messages: Sequence[Outgoing]) -> set[str]:
         """Delayed copies back to the source queue. Returns the keys that were not sent."""
-        return self._send_batches(self._targets.queue_url, messages)
+        return self._send_batches(self._targets.queue_url, messages, fifo=self._targets.source_is_fifo)
 
     def send_exhausted(self, messages: Sequence[Outgoing]) -> set[str]:
         """Final copies to the retry-exhausted queue. Returns the keys that were not sent."""
-        return self._send_batches(self._targets.exhausted_queue_url, messages)
+        return self._send_batches(
+            self._targets.exhausted_queue_url, messages, fifo=self._targets.exhausted_is_fifo
+        )
 
-    def _send_batches(self, queue_url: str, messages: Sequence[Outgoing]) -> set[str]:
+    def _send_batches(self, queue_url: str, messages: Sequence[Outgoing], *, fifo: bool) -> set[str]:
         failed: set[str] = set()
         for chunk in self._chunks(messages):
             pending = chunk
             for _ in range(SEND_TRIES):
-                lost, pending = self._send_batch(queue_url, pending)
+                lost, pending = self._send_batch(queue_url, pending, fifo=fifo)
                 failed |= lost
                 if not pending:
                     break
@@ -168,19 +184,20 @@ class Delivery:
         if chunk:
             yield chunk
 
-    def _send_batch(self, queue_url: str, chunk: list[Outgoing]) -> tuple[set[str], list[Outgoing]]:
+    def _send_batch(
+        self, queue_url: str, chunk: list[Outgoing], *, fifo: bool
+    ) -> tuple[set[str], list[Outgoing]]:
         """One SendMessageBatch: (keys that failed for good, messages worth sending again now)."""
         # Entry Ids are positions: record ids may repeat within a batch and need not match [\w-]{1,80}.
         entries: list[SendMessageBatchRequestEntryTypeDef] = []
+        # Read at each call, retries included: the delay is what is left until due when SQS gets it.
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
             entry: SendMessageBatchRequestEntryTypeDef = {"Id": str(i), "MessageBody": message.body}
-            delay = message.delay_seconds
-            if message.due_at is not None and now is not None:
-                left = math.ceil((message.due_at - now).total_seconds())
-                delay = max(0, min(delay, left))
-            if delay and message.group_id is None:
-                entry["DelaySeconds"] = delay
+            if not fifo:  # a FIFO queue refuses a per-message delay
+                delay = send_delay(message, now)
+                if delay:
+                    entry["DelaySeconds"] = delay
             if message.attributes:
                 entry["MessageAttributes"] = api_attributes(message.attributes)
             if message.group_id is not None:
@@ -283,8 +300,13 @@ class Delivery:
                 failed.add(retry.key)
         return failed, refused
 
-    def schedule(self, retry: ScheduledRetry) -> Literal["scheduled", "refused", "failed"]:
-        """Create the one-time schedule: "scheduled" when it exists afterwards (created now or before)."""
+    def schedule(self, retry: ScheduledRetry) -> ScheduleResult:
+        """Create the one-time schedule: "scheduled" when it exists afterwards (created now or before),
+        "refused" when it provably does not (the retry can wait in hops instead), "failed" otherwise.
+
+        A call that timed out or lost its connection may have created the schedule: taking it for a
+        refusal would add a hop copy beside it, a second chain. The name is deterministic, so the
+        ambiguity is resolved by asking for it (see ``_resolve``) before anything falls back."""
         targets = self._targets
         if targets.schedule_group is None or targets.scheduler_role_arn is None:
             return "refused"  # no Scheduler configured (library use): the retry waits in hops
@@ -298,38 +320,108 @@ class Delivery:
         if retry.group_id is not None:
             target["SqsParameters"] = {"MessageGroupId": retry.group_id}
         at = max(retry.due_at, self._clock.now() + timedelta(seconds=SCHEDULE_MIN_LEAD_SECONDS))
+        request: CreateScheduleInputTypeDef = {
+            "Name": retry.name,
+            "GroupName": targets.schedule_group,
+            # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
+            "ClientToken": retry.name.replace(".", "-"),
+            "ScheduleExpression": at_expression(at),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "ActionAfterCompletion": "DELETE",
+            "State": "ENABLED",
+            "Description": retry.description[:512],
+            "Target": target,
+        }
+        log = {"message_id": retry.key, "schedule": retry.name}
         try:
-            self._clients.scheduler.create_schedule(
-                Name=retry.name,
-                GroupName=targets.schedule_group,
-                # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
-                ClientToken=retry.name.replace(".", "-"),
-                ScheduleExpression=at_expression(at),
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                State="ENABLED",
-                Description=retry.description[:512],
-                Target=target,
-            )
+            self._clients.scheduler.create_schedule(**request)
         except Exception as exc:
-            if (
-                isinstance(exc, ClientError)
-                and exc.response.get("Error", {}).get("Code") == "ConflictException"
-            ):
+            if _is_conflict(exc):
                 return "scheduled"  # already scheduled by an earlier delivery of this record
+            if _is_timeout(exc):
+                return self._resolve(retry, request, at, exc)
             if _is_refusal(exc):
                 self._logger.warning(
                     "CreateSchedule refused; the retry waits in SQS delay hops instead",
-                    extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
+                    extra={**log, "error": _describe(exc)},
                 )
                 return "refused"
             self._logger.error(
                 "CreateSchedule failed; the record goes back to the queue",
-                extra={"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)},
+                extra={**log, "error": _describe(exc)},
             )
             return "failed"
         return "scheduled"
+
+    def _resolve(
+        self, retry: ScheduledRetry, request: CreateScheduleInputTypeDef, at: datetime, exc: Exception
+    ) -> ScheduleResult:
+        """CreateSchedule gave no answer: did it create the schedule? GetSchedule by its name tells.
+
+        - found: it did ("scheduled");
+        - not found before its at(): it did not, or not yet; the same request again (same name, token
+          and time) makes exactly one: created now, or ConflictException because the first landed
+          meanwhile - both "scheduled". A plain refusal of that second call means neither exists:
+          "refused" (hops). Another timeout: "failed";
+        - not found at or after its at(): it may have run and deleted itself (ActionAfterCompletion
+          DELETE), its copy already sent; creating it again would start a second chain, and assuming
+          it ran could lose the message. "failed": the record goes back, unacknowledged;
+        - GetSchedule itself failing: "failed" too. A redelivered record repeats the same name, so
+          its CreateSchedule finds the schedule (ConflictException) if the first call made it.
+        """
+        group = request["GroupName"]
+        log = {"message_id": retry.key, "schedule": retry.name, "error": _describe(exc)}
+        try:
+            self._clients.scheduler.get_schedule(Name=retry.name, GroupName=group)
+        except Exception as lookup:
+            if not _is_not_found(lookup):
+                self._logger.error(
+                    "CreateSchedule gave no answer and GetSchedule failed; the record goes back to the queue",
+                    extra={**log, "lookup_error": _describe(lookup)},
+                )
+                return "failed"
+        else:
+            self._logger.info("CreateSchedule gave no answer; GetSchedule found the schedule", extra=log)
+            return "scheduled"
+        if self._clock.now() >= at:
+            self._logger.error(
+                "CreateSchedule gave no answer and the schedule is gone at its time: it may have run; "
+                "the record goes back to the queue",
+                extra=log,
+            )
+            return "failed"
+        try:
+            self._clients.scheduler.create_schedule(**request)
+        except Exception as again:
+            if _is_conflict(again):
+                return "scheduled"
+            if _is_refusal(again) and not _is_timeout(again):
+                self._logger.warning(
+                    "CreateSchedule gave no answer, the schedule does not exist and the Scheduler refuses "
+                    "it now; the retry waits in SQS delay hops instead",
+                    extra={**log, "retry_error": _describe(again)},
+                )
+                return "refused"
+            self._logger.error(
+                "CreateSchedule gave no answer twice; the record goes back to the queue",
+                extra={**log, "retry_error": _describe(again)},
+            )
+            return "failed"
+        self._logger.info(
+            "CreateSchedule gave no answer; created again after GetSchedule found none", extra=log
+        )
+        return "scheduled"
+
+
+def send_delay(message: Outgoing, now: datetime | None) -> int:
+    """DelaySeconds for ``message`` sent at ``now``: the whole seconds left until its due time, rounded
+    up (SQS counts whole seconds, so the copy is never visible before it is due), never negative, at
+    most its ``delay_seconds`` and SQS's 900."""
+    delay = message.delay_seconds
+    if message.due_at is not None and now is not None:
+        delay = min(delay, math.ceil((message.due_at - now).total_seconds()))
+    return max(0, min(delay, SQS_MAX_DELAY_SECONDS))
 
 
 def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
@@ -370,13 +462,24 @@ def _is_timeout(exc: Exception) -> bool:
 
 
 def _is_refusal(exc: Exception) -> bool:
+    """The Scheduler said "not now" (it answered: the call took no effect). A timeout is not one."""
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
-    # A timeout or a dropped connection: the call may have worked; a redelivered record would find the
-    # schedule (ConflictException), a hop copy may duplicate it, which the idempotency claim ends.
-    return _is_timeout(exc)
+    return False
+
+
+def _code(exc: Exception) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return _code(exc) == "ConflictException"
+
+
+def _is_not_found(exc: Exception) -> bool:
+    return _code(exc) == "ResourceNotFoundException"
 
 
 def _describe(exc: BaseException) -> str:

@@ -303,7 +303,9 @@ def _attributes(value: object, path: str) -> dict[str, MessageAttribute]:
     return out
 
 
-def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, dict[str, MessageAttribute]]:
+def _validate(
+    document: dict[str, Any], latest_due: datetime | None = None
+) -> tuple[RetryMeta, RetryContext, str, dict[str, MessageAttribute]]:
     top = _object(document, "", (ENVELOPE_KEY, "body", "attributes"))
     raw_meta = top[ENVELOPE_KEY]
     if isinstance(raw_meta, dict):
@@ -339,7 +341,13 @@ def _validate(document: dict[str, Any]) -> tuple[RetryMeta, RetryContext, str, d
         "history": history,
     }
     if "due_at" in meta:
-        _timestamp(meta["due_at"], f"{ENVELOPE_KEY}.due_at")
+        due = _timestamp(meta["due_at"], f"{ENVELOPE_KEY}.due_at")
+        if latest_due is not None and due > latest_due:
+            raise _Invalid(
+                f"{ENVELOPE_KEY}.due_at",
+                f"{meta['due_at']} is later than any retry the policy could have planned "
+                f"(the latest possible now is {format_time(latest_due)}); it would wait forever",
+            )
         parsed["due_at"] = meta["due_at"]
     if "claimants" in meta:
         parsed["claimants"] = _claimants(meta["claimants"], f"{ENVELOPE_KEY}.claimants")
@@ -388,12 +396,15 @@ def unwrap(
     message_id: str,
     source: str,
     receive_count: int = 1,
+    latest_due: datetime | None = None,
 ) -> Incoming:
     """Classify a received body. Never raises.
 
     A JSON object with a top-level ``serverless_retry`` key claims to be an envelope and is validated
     strictly: "envelope" or "invalid" (with the problem). Anything else is an "original" message whose
     attempt is ``receive_count`` (the visibility transport counts attempts by SQS receives).
+    ``latest_due``: an envelope due later than this was not planned by the policy (see
+    ``planning.latest_due``), and is invalid rather than re-delayed every 900 s for ever.
     """
     attributes = _copy_attributes(record_attributes or {})
     original = Incoming(
@@ -411,7 +422,7 @@ def unwrap(
     if not isinstance(document, dict) or ENVELOPE_KEY not in document:
         return original
     try:
-        meta, context, inner_body, inner_attributes = _validate(document)
+        meta, context, inner_body, inner_attributes = _validate(document, latest_due)
     except _Invalid as exc:
         problem = str(exc)
     except Exception as exc:  # a bug in validation must still not lose the message

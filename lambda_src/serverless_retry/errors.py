@@ -57,3 +57,8 @@ class EventShapeError(ServerlessRetryError, ValueError):
     """The consumer was invoked with something that is not an SQS event (an SNS notification, an API
     Gateway request, an EventBridge event...). Raised, never answered with success: the sender's own
     retries and failure destinations then keep the event instead of it being dropped."""
+
+
+class UnhandledRecordError(ServerlessRetryError):
+    """A record without a messageId could not be kept in the retry-exhausted queue, and batchItemFailures
+    cannot name it: the invocation fails, which returns it (and only records handed back anyway)."""

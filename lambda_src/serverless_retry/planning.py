@@ -30,6 +30,7 @@ from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECOND
 
 __all__ = [
     "DEFAULT_RETENTION_SECONDS",
+    "DUE_SKEW_MARGIN_SECONDS",
     "DUE_TOLERANCE_SECONDS",
     "EXPIRY_MARGIN_SECONDS",
     "VISIBILITY_TIMEOUT_CAP",
@@ -45,6 +46,7 @@ __all__ = [
     "decision_time",
     "expiry_problem",
     "hop_limit",
+    "latest_due",
     "plan_failure",
 ]
 
@@ -58,6 +60,10 @@ EXPIRY_MARGIN_SECONDS = 60
 VISIBILITY_TIMEOUT_CAP = VISIBILITY_MAX_SECONDS - 1_200
 # A copy that arrives at most this early is due (SQS delays and at() have second precision).
 DUE_TOLERANCE_SECONDS = 1
+# latest_due: room for the clocks of the Lambda instance that decided a retry and of the one that
+# receives its copy to disagree, and for due times rounded up to the second. Five minutes: far more
+# than NTP-synchronised hosts drift, far less than a copy due in 2099.
+DUE_SKEW_MARGIN_SECONDS = 300
 
 CopyTransport = Literal["sqs-delay", "sqs-hops", "scheduler"]
 
@@ -122,6 +128,23 @@ def decision_time(
     now = record.first_received_at or record.sent_at or clock_now
     due_text = incoming.meta.get("due_at") if incoming is not None and incoming.meta is not None else None
     return max(now, parse_time(due_text)) if due_text else now
+
+
+def latest_due(policy: RetryPolicy, now: datetime) -> datetime:
+    """The latest due time a copy arriving at ``now`` can carry when this policy planned it.
+
+    A retry is due at most the policy's largest delay after its decision, which came before the copy
+    arrived: ``now`` + that delay + DUE_SKEW_MARGIN_SECONDS. A copy due later (say in 2099: a
+    hand-made or corrupted envelope) is invalid: otherwise it would be re-delayed every 900 s until it
+    expires, and every copy of it after that, for ever.
+
+    Not bounded by the queue's retention: a wait longer than the retention is legitimate (a schedule,
+    or hops that each start a fresh message), and the early copy of an in-place or FIFO wait that
+    would expire is sent again as a fresh message (see ``arrival``). Lowering a backoff's max_seconds
+    (by more than the margin) while copies are in flight makes those due beyond the new cap invalid:
+    they go to the retry-exhausted queue with the reason.
+    """
+    return now + timedelta(seconds=policy.max_delay_seconds + DUE_SKEW_MARGIN_SECONDS)
 
 
 def hop_limit(retention_seconds: int) -> int:

@@ -48,6 +48,10 @@ __all__ = [
 
 Transport = Literal["auto", "sqs-delay", "sqs-hops", "scheduler", "visibility"]
 # sqs-hops: SQS delays of <= 900 s at a time, the copy carrying its due time (no Scheduler, any delay).
+# Fair queues (a standard queue whose producers set MessageGroupId): sqs-delay, sqs-hops and the copy to
+# the retry-exhausted queue keep the producer's group; a "scheduler" retry cannot (EventBridge Scheduler
+# documents SqsParameters.MessageGroupId for FIFO targets only), so that copy and the retries after it
+# go without it. Use "sqs-hops" to keep every retry in its tenant's group.
 ResolvedTransport = Literal["sqs-delay", "sqs-hops", "scheduler", "visibility"]
 Action = Literal["retry", "exhausted", "non-retryable"]
 Unmatched = Literal["retry", "dead-letter"]
@@ -107,7 +111,9 @@ class Rule:
 
     errors: tuple[str, ...] = ()  # class names, matched anywhere in type(exc).__mro__ (or module.Qualname)
     http_status: tuple[int, ...] = ()  # HttpError.status, or .status / .status_code / .response.status_code
-    message_regex: str | None = None  # RE2 syntax, searched for anywhere in str(exc), in linear time
+    # RE2 syntax, searched for in the first 1,024 characters of str(exc) (regex.MATCH_LIMIT_CHARS), so a
+    # decision takes milliseconds whatever the size of the error; text beyond them is never seen.
+    message_regex: str | None = None
     retry: bool = True
     max_attempts: int | None = None  # overrides the policy's for errors this rule matches
     backoff: Backoff | None = None  # merged over the policy's by from_dict
@@ -298,6 +304,16 @@ class RetryPolicy:
         if self.max_age_seconds is not None:
             out["max_age_seconds"] = self.max_age_seconds
         return out
+
+    @property
+    def max_delay_seconds(self) -> int:
+        """The longest delay this policy can give a retry: the largest cap among its backoffs (a
+        Retry-After hint is capped by them too), in whole seconds as decisions round up."""
+        caps = [
+            self.backoff.max_seconds,
+            *(r.backoff.max_seconds for r in self.rules if r.backoff is not None),
+        ]
+        return math.ceil(max(caps))
 
     def match(self, error: BaseException) -> tuple[int, Rule] | None:
         """The first rule that matches ``error``, with its index."""

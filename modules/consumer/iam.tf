@@ -62,12 +62,14 @@ data "aws_iam_policy_document" "send" {
 
 # Concern: retries longer than SQS's 15-minute delay become one-time schedules in our group only.
 # Creating is all the consumer does: each schedule deletes itself (ActionAfterCompletion = DELETE).
+# GetSchedule answers whether a CreateSchedule that got no answer (a timeout) created it, before the
+# retry falls back to SQS delay hops: a second copy would start a second chain.
 data "aws_iam_policy_document" "schedule" {
   dynamic "statement" {
     for_each = var.scheduler == null ? [] : [local.schedule_arn_pattern]
     content {
       sid       = "CreateRetrySchedules"
-      actions   = ["scheduler:CreateSchedule"]
+      actions   = ["scheduler:CreateSchedule", "scheduler:GetSchedule"]
       resources = [statement.value]
     }
   }

@@ -155,7 +155,7 @@ def test_failed_visibility_change_still_keeps_the_message(stack: Stack, clock: F
     assert failure_ids(response) == ["a"]  # back after the queue's own visibility timeout instead
 
 
-def test_a_malformed_record_fails_alone(stack: Stack, clock: FrozenClock) -> None:
+def test_a_malformed_record_is_kept_alone_with_its_reason(stack: Stack, clock: FrozenClock) -> None:
     seen: list[str] = []
     consumer = make_consumer(stack, lambda m: seen.append(m.body), FIXED_30, clock)
     event = records(stack, "a", "b")
@@ -163,8 +163,16 @@ def test_a_malformed_record_fails_alone(stack: Stack, clock: FrozenClock) -> Non
 
     response = consumer(event)
 
-    assert failure_ids(response) == ["a"]
+    # Not handed back to reach the DLQ with only a log line: kept in the retry-exhausted queue.
+    assert failure_ids(response) == []
     assert seen == ["b"]
+    [final] = stack.receive(stack.exhausted_url)
+    meta = envelope_of(final["Body"])["serverless_retry"]
+    assert (meta["outcome"], meta["id"], meta["reason"]) == (
+        "invalid-envelope",
+        "a",
+        "unhandled record: it has no body",
+    )
 
 
 def test_a_bug_while_planning_a_retry_fails_only_that_record(stack: Stack, clock: FrozenClock) -> None:

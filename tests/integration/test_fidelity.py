@@ -23,6 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent, ServiceError
+from serverless_retry_tools.local.sqs_events import sqs_event
 
 from tests.integration.emulator_account import EmulatorAccount
 
@@ -268,6 +269,24 @@ def test_sqs_limits_moto_already_enforces(real: Aws, case: str, code: str) -> No
     with pytest.raises(ClientError) as raised:
         calls[case]()
     assert raised.value.response["Error"]["Code"].rsplit(".", 1)[-1] == code
+
+
+def test_a_standard_queue_takes_and_returns_a_message_group_id(real: Aws) -> None:
+    """SQS fair queues (2025): a standard queue accepts MessageGroupId, with a per-message delay in the
+    same batch entry, and returns it as a system attribute; the Lambda event record carries it."""
+    sqs = real.client("sqs")
+    url, arn = real.queue("fair")
+    sqs.send_message(QueueUrl=url, MessageBody="a", MessageGroupId="tenant-a")
+    sent = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "0", "MessageBody": "b", "MessageGroupId": "tenant-b", "DelaySeconds": 1}],
+    )
+    assert not sent.get("Failed")
+    got = real.receive_all(url, wait=10, expect=2)
+    groups = {m["Body"]: m["Attributes"].get("MessageGroupId") for m in got}
+    assert groups == {"a": "tenant-a", "b": "tenant-b"}
+    [record] = sqs_event([got[0]], arn, "us-east-1")["Records"]
+    assert record["attributes"]["MessageGroupId"] == groups[got[0]["Body"]]
 
 
 def _received(sqs: Any, url: str) -> str:

@@ -6,10 +6,12 @@ tens of thousands of messages, with the semantics the consumer depends on:
   redrive to a DLQ when a receive would exceed maxReceiveCount, retention (a message older than it
   is deleted wherever it is: recorded as *expired*, i.e. lost), at-least-once (optional duplicate
   deliveries of the same message with a second receipt handle);
+- SQS standard: a MessageGroupId is kept and returned (fair queues), and orders nothing;
 - SQS FIFO: no per-message delay (refused like AWS), MessageGroupId required, deduplication for 5
   minutes (content-based when the queue has it, else a MessageDeduplicationId is required), and the
   group lock: while any message of a group is in flight, no message of that group is returned;
-- Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException; at() in the past,
+- Scheduler: one-time ``at()`` schedules; a name that exists is a ConflictException, GetSchedule of
+  one that does not (or no longer does) a ResourceNotFoundException; at() in the past,
   a FIFO dead-letter queue, or a FIFO target without a MessageGroupId is a ValidationException; firing
   sends the Input to the target queue and deletes the schedule (ActionAfterCompletion DELETE);
 - DynamoDB: the conditional UpdateItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem
@@ -120,14 +122,14 @@ class FakeQueue:
             if seen is not None and now - seen < DEDUP_WINDOW_MS:
                 return f"dedup-{dedup[:12]}"  # accepted, not enqueued again
             self._dedup[dedup] = now
-        elif group is not None:
-            raise client_error("InvalidParameterValue", "SendMessage", "MessageGroupId is for FIFO queues")
+        # A standard queue takes a MessageGroupId too (a fair queue's tenant, SQS 2025): it orders
+        # nothing there, but ReceiveMessage returns it.
         seq = next(self.world.seq)
         mid = f"{self.name[:4]}-{seq:08d}"
         msg = Msg(mid, body, dict(attributes or {}), seq, now, now + delay * 1000, group)
         self.messages[mid] = msg
         heapq.heappush(self._heap, (msg.available_ms, seq, mid))
-        if group is not None:
+        if group is not None and self.fifo:
             self.groups.setdefault(group, []).append(mid)
         return mid
 
@@ -136,7 +138,7 @@ class FakeQueue:
         del self.messages[msg.mid]
         for receipt in msg.receipts:
             self._receipts.pop(receipt, None)
-        if msg.group is not None:
+        if msg.group is not None and self.fifo:
             members = self.groups[msg.group]
             members.remove(msg.mid)
             if not members:
@@ -180,7 +182,7 @@ class FakeQueue:
         )
         self.messages[fresh.mid] = fresh
         heapq.heappush(self._heap, (fresh.available_ms, fresh.seq, fresh.mid))
-        if fresh.group is not None:
+        if fresh.group is not None and self.fifo:
             self.groups.setdefault(fresh.group, []).append(fresh.mid)
 
     def take_all(self) -> list[Msg]:
@@ -232,6 +234,7 @@ class FakeQueue:
         }
         if msg.group is not None:
             attributes["MessageGroupId"] = msg.group
+        if msg.group is not None and self.fifo:
             attributes["SequenceNumber"] = str(msg.seq).zfill(20)
         return {
             "messageId": msg.mid,
@@ -359,6 +362,14 @@ class FakeSchedulerClient:
         heapq.heappush(self._due, (due_ms, name))
         self.created += 1
         return {"ScheduleArn": f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/{params['GroupName']}/{name}"}
+
+    def get_schedule(self, *, Name: str, GroupName: str) -> dict[str, Any]:
+        schedule = self.schedules.get(Name)
+        if schedule is None:  # never created, or already fired (and deleted itself)
+            raise client_error(
+                "ResourceNotFoundException", "GetSchedule", f"Schedule {Name} does not exist.", 404
+            )
+        return {"Name": Name, "GroupName": GroupName, "Target": schedule.target, "State": "ENABLED"}
 
     def fire_due(self) -> int:
         """Send each due schedule's Input to its target and delete the schedule (what AWS does)."""

@@ -90,9 +90,10 @@ def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> N
             {out["queue_arn"]},
         ),
         "SendRetriesAndExhausted": ({"sqs:SendMessage"}, {out["queue_arn"], out["exhausted_queue_arn"]}),
-        # Create only: each schedule deletes itself after it ran (ActionAfterCompletion = DELETE).
+        # Create (and find one whose CreateSchedule got no answer): each schedule deletes itself
+        # after it ran (ActionAfterCompletion = DELETE).
         "CreateRetrySchedules": (
-            {"scheduler:CreateSchedule"},
+            {"scheduler:CreateSchedule", "scheduler:GetSchedule"},
             {f"arn:aws:scheduler:{region}:{account}:schedule/{out['schedule_group_name']}/*"},
         ),
         "PassSchedulerRole": ({"iam:PassRole"}, {out["scheduler_role_arn"]}),

@@ -4,10 +4,13 @@ missing, and (on the syntax both share) matching exactly as Python's re would.""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from serverless_retry import regex
 from serverless_retry.config import ConsumerSettings
 from serverless_retry.errors import ConfigError, PolicyError
 from serverless_retry.policy import RetryPolicy, Rule
-from serverless_retry.regex import compile_re2
+from serverless_retry.regex import MATCH_LIMIT_CHARS, compile_re2
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +97,37 @@ def test_re2_only_syntax_is_accepted() -> None:
         rule = Rule(message_regex=pattern)
         assert rule.matches(RuntimeError(hit)), pattern
         assert not rule.matches(RuntimeError(miss)), pattern
+
+
+def test_a_decision_against_a_1_mb_message_takes_milliseconds() -> None:
+    """RE2 cannot build a DFA for this pattern (2^100 states) and simulates ~1,000 states per character:
+    ~10-30 µs a character here, 11-27 s for the whole 1 MB message. Only MATCH_LIMIT_CHARS (1,024) are
+    searched, ~10-30 ms; 0.5 s leaves more than 15x for a machine loaded by other jobs."""
+    policy = RetryPolicy.from_dict({"rules": [{"message_regex": "[ab]{1,900}a[ab]{100}c", "retry": False}]})
+    rng = random.Random(17)
+    error = RuntimeError("".join(rng.choice("ab") for _ in range(1_000_000)))
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    start = time.perf_counter()
+    decision = policy.decide(error, attempt=1, first_failed_at=now, now=now, rand=random.Random(1))
+    elapsed = time.perf_counter() - start
+    assert decision.action == "retry"  # no "c" anywhere: the rule (retry: false) does not match
+    assert elapsed < 0.5, f"one decision took {elapsed:.2f} s"
+
+
+def test_a_match_beyond_the_limit_is_not_seen() -> None:
+    rule = Rule(message_regex="quota exceeded")
+    tail = "quota exceeded"
+    assert rule.matches(RuntimeError("x" * (MATCH_LIMIT_CHARS - len(tail)) + tail))
+    assert not rule.matches(RuntimeError("x" * (MATCH_LIMIT_CHARS - len(tail) + 1) + tail))
+    # The cut is not the end of the text: $ does not match there, \b sees the next character.
+    assert not Rule(message_regex="busy$").matches(
+        RuntimeError("x" * (MATCH_LIMIT_CHARS - 4) + "busy, retry")
+    )
+    assert Rule(message_regex="busy$").matches(RuntimeError("x" * (MATCH_LIMIT_CHARS - 4) + "busy"))
+    assert not Rule(message_regex=r"busy\b").matches(RuntimeError("x" * (MATCH_LIMIT_CHARS - 4) + "busyness"))
+    # Characters, not bytes: a message of multi-byte characters is cut at the same place.
+    assert rule.matches(RuntimeError("é" * (MATCH_LIMIT_CHARS - len(tail)) + tail))
+    assert not rule.matches(RuntimeError("é" * (MATCH_LIMIT_CHARS - len(tail) + 1) + tail))
 
 
 def test_dollar_is_the_end_of_the_text_only() -> None:

@@ -11,7 +11,8 @@ Sources (AWS documentation):
   sqs:SendMessage on the destination (without a DestinationArn: on each original source queue).
 - DynamoDB: every operation is its own action (BatchWriteItem is dynamodb:BatchWriteItem, not
   PutItem); a condition expression needs nothing more than the write it guards.
-- EventBridge Scheduler: CreateSchedule needs scheduler:CreateSchedule on the schedule's ARN and
+- EventBridge Scheduler: GetSchedule needs scheduler:GetSchedule on the schedule's ARN.
+  CreateSchedule needs scheduler:CreateSchedule on the schedule's ARN and
   iam:PassRole on the execution role (iam:PassedToService = scheduler.amazonaws.com); at run time the
   execution role needs the target's action: sqs:SendMessage (templated SQS target), lambda:InvokeFunction
   (Lambda target), the API's own action for a universal target (aws-sdk:sns:publish -> sns:Publish on
@@ -197,6 +198,12 @@ def needs_of(call: Call, facts: Facts) -> list[Need]:
             Need(role, via, "iam:PassRole", role_arn, f"{because} (the execution role)", passed),
             *scheduler_delivery(_role_name(role_arn), target, facts, f"schedule {p['Name']}"),
         ]
+    if call.service == "scheduler" and op == "GetSchedule":
+        group = p.get("GroupName") or "default"
+        schedule = (
+            f"arn:{facts.partition}:scheduler:{facts.region}:{facts.account}:schedule/{group}/{p['Name']}"
+        )
+        return [Need(role, via, "scheduler:GetSchedule", schedule, because)]
     if call.service == "lambda" and op == "Invoke":
         return [
             Need(

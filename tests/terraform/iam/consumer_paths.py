@@ -2,7 +2,8 @@
 
 One batch carries a message for each decision (success, a short retry, a long one, a non-retryable
 error, an invalid envelope, a due copy, an early copy, a copy at the end of its budget); then the
-Scheduler refuses (the SQS-hops fallback); on FIFO a failed message holds its group back; with the
+Scheduler refuses (the SQS-hops fallback), and a CreateSchedule's answer is lost (looked up by name
+with GetSchedule); on FIFO a failed message holds its group back; with the
 idempotency table a duplicate copy of an attempt ends its chain.
 """
 
@@ -135,6 +136,9 @@ class ConsumerRun:
             attributes={8: {"ApproximateReceiveCount": "4"}} if self.in_place else None,
         )
         with self.world.recorder.refusing("CreateSchedule", "ThrottlingException"):
+            self.batch([json.dumps(LONG)])
+        # A CreateSchedule whose answer is lost: the consumer looks the schedule up by its name.
+        with self.world.recorder.losing_answers("CreateSchedule"):
             self.batch([json.dumps(LONG)])
         if self.fifo:
             # One group: the failure holds back the message behind it.

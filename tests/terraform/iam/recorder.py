@@ -23,7 +23,7 @@ from typing import Any
 from unittest import mock
 
 from botocore.client import BaseClient
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class Recorder:
     # operation -> error code: the call is recorded, then refused as AWS would refuse it (e.g. a
     # Scheduler that throttles, to reach the SQS-hops fallback).
     refuse: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = field(default_factory=dict)
+    # operation -> which calls: the call takes effect, then its answer is lost (a read timeout), as
+    # when the network drops it (e.g. a CreateSchedule the consumer must then look up by name).
+    lose_answer: dict[str, Callable[[dict[str, Any]], bool]] = field(default_factory=dict)
     _actor: contextvars.ContextVar[Actor | None] = field(
         default_factory=lambda: contextvars.ContextVar("iam_actor", default=None)
     )
@@ -71,6 +74,17 @@ class Recorder:
             self.refuse.pop(operation, None)
 
     @contextmanager
+    def losing_answers(
+        self, operation: str, when: Callable[[dict[str, Any]], bool] = lambda params: True
+    ) -> Iterator[None]:
+        """While inside, ``operation`` takes effect and then times out, for the calls ``when`` picks."""
+        self.lose_answer[operation] = when
+        try:
+            yield
+        finally:
+            self.lose_answer.pop(operation, None)
+
+    @contextmanager
     def recording(self) -> Iterator[Recorder]:
         original: Callable[..., Any] = BaseClient._make_api_call
         recorder = self
@@ -92,6 +106,10 @@ class Recorder:
                     raise ClientError(
                         {"Error": {"Code": code, "Message": "refused by the test"}}, operation_name
                     )
+                lose = recorder.lose_answer.get(operation_name)
+                if lose is not None and lose(api_params):
+                    original(client, operation_name, api_params)
+                    raise ReadTimeoutError(endpoint_url=str(client.meta.endpoint_url))
             return original(client, operation_name, api_params)
 
         with mock.patch.object(BaseClient, "_make_api_call", make_api_call):
