@@ -6,6 +6,13 @@ locals {
   fifo             = var.queue.fifo != null ? var.queue.fifo : endswith(var.queue.arn, ".fifo")
   schedule_dlq_arn = coalesce(var.queue.schedule_dlq_arn, var.queue.dlq_arn)
 
+  # One chain per message (serverless_retry.claims): only the serverless_retry consumer claims.
+  claims             = !local.native && var.claims.enabled
+  create_claims      = local.claims && var.claims.table_arn == null
+  claims_table_name  = !local.claims ? null : local.create_claims ? "${var.name}-claims" : element(split("/", var.claims.table_arn), 1)
+  claims_table_arn   = !local.claims ? null : local.create_claims ? aws_dynamodb_table.claims[0].arn : var.claims.table_arn
+  claims_kms_key_arn = local.claims ? var.claims.kms_key_arn : null
+
   # What the handler reads at cold start (serverless_retry.config); names are the shared contract.
   wired_environment = merge(
     local.native ? {} : {
@@ -28,6 +35,13 @@ locals {
     local.native || var.scheduler == null ? {} : {
       SERVERLESS_RETRY_SCHEDULE_GROUP     = var.scheduler.schedule_group_name
       SERVERLESS_RETRY_SCHEDULER_ROLE_ARN = var.scheduler.role_arn
+    },
+    local.native ? {} : {
+      # The lease of a claim: a claim older than one visibility timeout has lost its owner.
+      SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS = tostring(var.queue.visibility_timeout_seconds)
+    },
+    !local.claims ? {} : {
+      SERVERLESS_RETRY_CLAIMS_TABLE = local.claims_table_name
     },
     local.native || var.idempotency_table_arn == null ? {} : {
       SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
@@ -77,6 +91,36 @@ module "policy" {
   retry_policy = try(jsondecode(var.retry_policy_json), {})
   fifo         = local.fifo
   fifo_order   = var.fifo_order
+}
+
+# The claims of one chain per message: one item per (retry id, attempt), gone by TTL once its message
+# can no longer be delivered. On demand: claims come in bursts of failures, and a first delivery that
+# succeeds writes nothing, so provisioned capacity would mostly idle.
+resource "aws_dynamodb_table" "claims" {
+  count = local.create_claims ? 1 : 0
+
+  #checkov:skip=CKV_AWS_119:Encrypted at rest always; with the AWS managed key aws/dynamodb unless claims.kms_key_arn names a customer managed key. A claim holds a retry id, an attempt and a state, no message content.
+  #checkov:skip=CKV_AWS_28:Point-in-time recovery restores into a new table, which the running consumer does not read; the claims are short-lived (TTL past the message's retention) and the messages themselves stay in SQS, so a lost table costs at most a second chain for messages in flight, never a message.
+  name         = local.claims_table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "expiration"
+    enabled        = true
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.claims.kms_key_arn
+  }
+
+  tags = var.tags
 }
 
 resource "aws_cloudwatch_log_group" "this" {
