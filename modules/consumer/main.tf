@@ -240,6 +240,13 @@ resource "aws_lambda_event_source_mapping" "this" {
       error_message = "With ${local.transport_text}, the retry policy can keep a message ${module.policy.max_total_wait_seconds} s in waits plus up to ${module.policy.max_attempts} x ${var.timeout} s of processing = ${local.longest_life_seconds} s, which is not shorter than the source queue's retention (${var.queue.message_retention_seconds} s): SQS would delete a message before its last attempt, unseen. Raise message_retention_seconds (up to 1209600, 14 days), lower the policy's max_attempts, max_seconds or max_age_seconds, or use a transport that re-enqueues a fresh copy (auto, sqs-delay, scheduler${local.fifo ? "; on FIFO: fifo_order = \"unordered\"" : ""})."
     }
 
+    # FIFO ordered: the records behind a failing one in its group are handed back, a receive each,
+    # for every attempt of the failing one; then they need their own budget.
+    precondition {
+      condition     = local.native || !local.fifo_ordered || var.queue.max_receive_count == null || try(var.queue.max_receive_count >= 2 * module.policy.max_attempts + 1, true)
+      error_message = "FIFO ordered: a message held back behind a failing one in its message group is received once per attempt of that one (up to max_attempts = ${module.policy.max_attempts} receives) before its own attempts begin, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must be at least 2 x ${module.policy.max_attempts} + 1 = ${2 * module.policy.max_attempts + 1}; otherwise SQS moves a message that never failed to the DLQ while it waits. Set max_receive_count to at least ${2 * module.policy.max_attempts + 1} (leave it null in modules/scheduled-retry for that default), or lower max_attempts. A message behind k failing messages needs (k + 1) x max_attempts receives."
+    }
+
     precondition {
       condition     = local.native || module.policy.transport != "visibility" || var.queue.max_receive_count == null || try(var.queue.max_receive_count > module.policy.max_attempts, true)
       error_message = "With ${local.transport_text}, every attempt is a receive of the same message, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must exceed the policy's largest max_attempts (${module.policy.max_attempts}); otherwise SQS moves a message to the DLQ before its last attempt, without the reason the retry-exhausted queue would get. Set max_receive_count to at least ${module.policy.max_attempts + 1}, or lower max_attempts."
@@ -270,6 +277,7 @@ resource "aws_lambda_event_source_mapping" "this" {
 }
 
 locals {
+  fifo_ordered              = !local.native && local.fifo && var.fifo_order == "ordered"
   retries_live_in_the_queue = !local.native && contains(["visibility", "sqs-hops"], module.policy.transport)
   longest_life_seconds      = module.policy.max_total_wait_seconds + module.policy.max_attempts * var.timeout
   transport_text = (

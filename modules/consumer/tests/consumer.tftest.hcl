@@ -610,7 +610,7 @@ run "fifo_ordered_wiring" {
       exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
       exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
       fifo                       = true
-      max_receive_count          = 6
+      max_receive_count          = 11
     }
   }
 
@@ -795,6 +795,55 @@ run "visibility_retention_one_second_short" {
   }
 
   expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "fifo_ordered_needs_receives_for_a_held_back_message" {
+  command = plan
+
+  variables {
+    # max_attempts 5: a message behind a failing one is received 5 times while it waits, then
+    # needs 5 of its own: 10 receives are one too few.
+    scheduler = null
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                       = true
+      max_receive_count          = 10
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "fifo_unordered_needs_no_hold_back_margin" {
+  command = plan
+
+  variables {
+    # Unordered, a failure leaves its group through the Scheduler: nothing is held back.
+    fifo_order = "unordered"
+    queue = {
+      arn                         = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds  = 180
+      dlq_arn                     = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn            = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn         = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                        = true
+      content_based_deduplication = true
+      max_receive_count           = 5
+    }
+  }
+
+  assert {
+    condition     = output.transport == "scheduler"
+    error_message = "FIFO unordered retries through the Scheduler and plans with maxReceiveCount 5."
+  }
 }
 
 run "visibility_needs_more_receives_than_attempts" {
