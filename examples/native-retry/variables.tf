@@ -61,7 +61,7 @@ variable "environment" {
 }
 
 variable "monitoring" {
-  description = "Create the DLQ-depth and oldest-message alarms and the dashboard of modules/monitoring."
+  description = "Create the native-retry alarms (records failing, DLQ depth, oldest message, function errors) and the dashboard of modules/monitoring."
   type        = bool
   default     = true
   nullable    = false

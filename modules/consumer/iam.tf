@@ -125,16 +125,17 @@ data "aws_iam_policy_document" "xray" {
   }
 }
 
-# Concern: one chain per message (serverless_retry.claims), in the claims table only: a conditional
-# PutItem claims an attempt, UpdateItem marks it finished (or takes over a claim whose owner is gone),
-# GetItem reads a claim's state to tell a provable duplicate from an unfinished one. A plain handler
+# Concern: one chain per message (serverless_retry.claims), in the claims table only. Every claim
+# operation is one conditional UpdateItem on the chain's item: claim an attempt (or take over one
+# whose owner is gone), mark it finished or final. A refused condition returns the item with it
+# (ReturnValuesOnConditionCheckFailure), so neither GetItem nor PutItem is needed. A plain handler
 # (native retry) runs no claims.
 data "aws_iam_policy_document" "claims" {
   dynamic "statement" {
     for_each = local.claims ? [local.claims_table_arn] : []
     content {
       sid       = "RetryClaims"
-      actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"]
+      actions   = ["dynamodb:UpdateItem"]
       resources = [statement.value]
     }
   }

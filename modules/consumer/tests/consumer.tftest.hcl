@@ -211,7 +211,7 @@ run "role_is_exactly_design_section_6" {
       "CreateRetrySchedules | scheduler:CreateSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:log-stream:*",
-      "RetryClaims | dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
+      "RetryClaims | dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
     ])
     error_message = "The consumer role's statements differ from DESIGN section 6."
   }
@@ -366,8 +366,8 @@ run "claims_table_created_by_default" {
   }
 
   assert {
-    condition     = length(data.aws_iam_policy_document.claims.statement) == 1 && data.aws_iam_policy_document.claims.statement[0].actions == toset(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]) && data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"])
-    error_message = "Claims: PutItem, UpdateItem and GetItem on exactly the claims table."
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 1 && data.aws_iam_policy_document.claims.statement[0].actions == toset(["dynamodb:UpdateItem"]) && data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"])
+    error_message = "Claims: one conditional UpdateItem each, on exactly the claims table."
   }
 
   assert {

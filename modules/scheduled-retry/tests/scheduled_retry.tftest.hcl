@@ -165,7 +165,7 @@ run "least_privilege_across_the_roles" {
       "CreateRetrySchedules | scheduler:CreateSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/mock-function:log-stream:*",
-      "RetryClaims | dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
+      "RetryClaims | dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
     ])
     error_message = "The consumer's permissions (no DeleteSchedule: each schedule deletes itself): ${jsonencode(output.consumer_permissions)}"
   }
