@@ -379,6 +379,12 @@ run "claims_table_created_by_default" {
     condition     = output.claims_table_name == "orders-claims" && output.claims_table_arn == "arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"
     error_message = "The outputs name the claims table."
   }
+
+  assert {
+    # Both wired variables are in the plan-time 4 KB check (the environment is what it sums).
+    condition     = output.environment_bytes == sum([for k, v in output.environment : length(k) + length(v)]) && contains(keys(output.environment), "SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS")
+    error_message = "The environment size must count every wired variable, the claims table and the visibility timeout included."
+  }
 }
 
 run "claims_table_with_a_customer_managed_key" {
@@ -428,6 +434,12 @@ run "claims_opt_out_creates_nothing" {
   assert {
     condition     = output.claims_table_name == null && output.claims_table_arn == null
     error_message = "No claims table to name."
+  }
+
+  assert {
+    # (No run.<name> reference: it would keep the test splitter from running this file in parts.)
+    condition     = output.environment_bytes == sum([for k, v in output.environment : length(k) + length(v)])
+    error_message = "Without claims the size check counts what is wired and nothing more."
   }
 }
 
