@@ -102,7 +102,7 @@ variable "max_message_size" {
 }
 
 variable "exhausted_max_message_size" {
-  description = "Maximum message size of the retry-exhausted queue in bytes, or null for as large as SQS and the provider allow. It must exceed max_message_size by a margin (so a terminal message's reason fits around any body) where the limit allows."
+  description = "Maximum message size of the retry-exhausted queue in bytes, or null for as large as SQS and the provider allow. It must be at least max_message_size + 2048 (the most a terminal message's outcome and reason add around the body), checked at plan time."
   type        = number
   default     = null
 }
