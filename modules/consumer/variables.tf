@@ -336,11 +336,6 @@ variable "claims" {
   nullable = false
 
   validation {
-    condition     = var.claims.enabled != null
-    error_message = "claims.enabled must be true or false (leave it out for true)."
-  }
-
-  validation {
     condition     = var.claims.table_arn == null ? true : can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}$", var.claims.table_arn))
     error_message = "claims.table_arn must be a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>), or null for the module to create the table."
   }
