@@ -120,16 +120,24 @@ resource "aws_iam_role_policy" "ledger" {
   policy = data.aws_iam_policy_document.ledger.json
 }
 
-# Native retry's alarms: anything in the DLQ (an order that failed 5 receives), and a source message
-# older than a healthy retry cycle allows (5 x the visibility timeout; the module default is 30 min).
+# Native retry's alarms, worded for a plain handler: records failing (receives that ended without a
+# delete), which fires within a visibility timeout and two minutes while a failing order still has
+# 5 x the visibility timeout before the DLQ; the source's oldest message (2 x the visibility timeout);
+# the function's errors; anything in the DLQ (an order that failed 5 receives).
 module "monitoring" {
   source = "../../modules/monitoring"
   count  = var.monitoring ? 1 : 0
 
-  name = var.name
+  name    = var.name
+  pattern = "native-retry"
   queues = {
     source = module.queue.queue_name
     dlq    = module.queue.dlq_name
+  }
+  function_name = module.consumer.function_name
+  source_redrive = {
+    visibility_timeout_seconds = module.queue.visibility_timeout_seconds
+    max_receive_count          = module.queue.max_receive_count
   }
 
   alarm_actions = var.alarm_actions

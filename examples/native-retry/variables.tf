@@ -36,7 +36,7 @@ variable "release" {
 }
 
 variable "function_timeout" {
-  description = "Timeout of the function in seconds. The queue's visibility timeout is 6 x this: a failed order comes back that long after its receive, and reaches the DLQ after 5 receives, i.e. about 4 visibility timeouts after its first."
+  description = "Timeout of the function in seconds. The queue's visibility timeout is 6 x this: a failed order comes back that long after its receive, and reaches the DLQ after 5 receives, i.e. about 5 visibility timeouts after its first (SQS moves it when it would be received a sixth time)."
   type        = number
   default     = 30
   nullable    = false
@@ -61,7 +61,7 @@ variable "environment" {
 }
 
 variable "monitoring" {
-  description = "Create the DLQ-depth and oldest-message alarms and the dashboard of modules/monitoring."
+  description = "Create the native-retry alarms (records failing, DLQ depth, oldest message, function errors) and the dashboard of modules/monitoring."
   type        = bool
   default     = true
   nullable    = false

@@ -36,7 +36,8 @@ module "monitoring" {
   source = "../../modules/monitoring"
   count  = var.monitoring ? 1 : 0
 
-  name = var.name
+  name    = var.name
+  pattern = "scheduled-retry"
   queues = {
     source    = module.orders.queue_name
     dlq       = module.orders.dlq_name

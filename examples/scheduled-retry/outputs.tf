@@ -43,6 +43,16 @@ output "scheduler_role_arn" {
   value       = module.orders.scheduler_role_arn
 }
 
+output "claims_table_name" {
+  description = "The claims table the module created: one retry chain per message."
+  value       = module.orders.claims_table_name
+}
+
+output "claims_table_arn" {
+  description = "ARN of the claims table."
+  value       = module.orders.claims_table_arn
+}
+
 output "retry_policy_json" {
   description = "The policy the consumer runs with (SERVERLESS_RETRY_POLICY)."
   value       = module.orders.retry_policy_json

@@ -127,25 +127,44 @@ data "aws_iam_policy_document" "xray" {
   }
 }
 
-# Concern: one chain per message (serverless_retry.claims), only when a table is given: a claim is one
-# conditional PutItem; claims are marked done 25 at a time with BatchWriteItem, which IAM authorises
-# by its own action (dynamodb:PutItem does not cover it). A plain handler (native retry) runs no
-# claims: its table serves Powertools idempotency only.
+# Concern: one chain per message (serverless_retry.claims), in the claims table only. Every claim
+# operation is one conditional UpdateItem on the chain's item: claim an attempt (or take over one
+# whose owner is gone), mark it finished or final. A refused condition returns the item with it
+# (ReturnValuesOnConditionCheckFailure), so neither GetItem nor PutItem is needed. A plain handler
+# (native retry) runs no claims.
 data "aws_iam_policy_document" "claims" {
   dynamic "statement" {
-    for_each = local.native || var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
+    for_each = local.claims ? [local.claims_table_arn] : []
     content {
       sid       = "RetryClaims"
-      actions   = ["dynamodb:PutItem", "dynamodb:BatchWriteItem"]
+      actions   = ["dynamodb:UpdateItem"]
       resources = [statement.value]
     }
   }
 }
 
-# Concern: Powertools idempotency of the processor, in the same table: a conditional PutItem marks a
-# call in progress (a conflict returns the stored record with it, ReturnValuesOnConditionCheckFailure:
-# no GetItem with the runtime's boto3), UpdateItem stores the result, DeleteItem drops the record of a
-# call that failed.
+# Concern: the claims table's customer managed key, used only by DynamoDB on the function's behalf.
+data "aws_iam_policy_document" "claims_kms" {
+  dynamic "statement" {
+    for_each = local.claims_kms_key_arn == null ? [] : [local.claims_kms_key_arn]
+    content {
+      sid       = "UseClaimsTableKey"
+      actions   = ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = ["dynamodb.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"]
+      }
+    }
+  }
+}
+
+# Concern: Powertools idempotency of the processor (idempotency_table_arn, opt-in): a conditional
+# PutItem marks a call in progress (a conflict returns the stored record with it,
+# ReturnValuesOnConditionCheckFailure: no GetItem with the runtime's boto3), UpdateItem stores the
+# result, DeleteItem drops the record of a call that failed.
 data "aws_iam_policy_document" "idempotency" {
   dynamic "statement" {
     for_each = var.idempotency_table_arn == null ? [] : [var.idempotency_table_arn]
@@ -168,6 +187,7 @@ data "aws_iam_policy_document" "consumer" {
     data.aws_iam_policy_document.kms.json,
     data.aws_iam_policy_document.xray.json,
     data.aws_iam_policy_document.claims.json,
+    data.aws_iam_policy_document.claims_kms.json,
     data.aws_iam_policy_document.idempotency.json,
   ]
 }

@@ -6,6 +6,13 @@ locals {
   fifo             = var.queue.fifo != null ? var.queue.fifo : endswith(var.queue.arn, ".fifo")
   schedule_dlq_arn = coalesce(var.queue.schedule_dlq_arn, var.queue.dlq_arn)
 
+  # One chain per message (serverless_retry.claims): only the serverless_retry consumer claims.
+  claims             = !local.native && var.claims.enabled
+  create_claims      = local.claims && var.claims.table_arn == null
+  claims_table_name  = !local.claims ? null : local.create_claims ? "${var.name}-claims" : element(split("/", var.claims.table_arn), 1)
+  claims_table_arn   = !local.claims ? null : local.create_claims ? aws_dynamodb_table.claims[0].arn : var.claims.table_arn
+  claims_kms_key_arn = local.claims ? var.claims.kms_key_arn : null
+
   # What the handler reads at cold start (serverless_retry.config); names are the shared contract.
   wired_environment = merge(
     local.native ? {} : {
@@ -28,6 +35,13 @@ locals {
     local.native || var.scheduler == null ? {} : {
       SERVERLESS_RETRY_SCHEDULE_GROUP     = var.scheduler.schedule_group_name
       SERVERLESS_RETRY_SCHEDULER_ROLE_ARN = var.scheduler.role_arn
+    },
+    local.native ? {} : {
+      # The lease of a claim: a claim older than one visibility timeout has lost its owner.
+      SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS = tostring(var.queue.visibility_timeout_seconds)
+    },
+    !local.claims ? {} : {
+      SERVERLESS_RETRY_CLAIMS_TABLE = local.claims_table_name
     },
     local.native || var.idempotency_table_arn == null ? {} : {
       SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
@@ -79,8 +93,39 @@ module "policy" {
   fifo_order   = var.fifo_order
 }
 
+# The claims of one chain per message: one item per (retry id, attempt), gone by TTL once its message
+# can no longer be delivered. On demand: claims come in bursts of failures, and a first delivery that
+# succeeds writes nothing, so provisioned capacity would mostly idle.
+resource "aws_dynamodb_table" "claims" {
+  count = local.create_claims ? 1 : 0
+
+  #checkov:skip=CKV_AWS_119:Encrypted at rest always; with the AWS managed key aws/dynamodb unless claims.kms_key_arn names a customer managed key. A claim holds a retry id, an attempt and a state, no message content.
+  #checkov:skip=CKV_AWS_28:Point-in-time recovery restores into a new table, which the running consumer does not read; the claims are short-lived (TTL past the message's retention) and the messages themselves stay in SQS, so a lost table costs at most a second chain for messages in flight, never a message.
+  name         = local.claims_table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "expiration"
+    enabled        = true
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.claims.kms_key_arn
+  }
+
+  tags = var.tags
+}
+
 resource "aws_cloudwatch_log_group" "this" {
   #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
   name              = "/aws/lambda/${var.name}"
   retention_in_days = var.log_retention_days
   kms_key_id        = var.logs_kms_key_arn
@@ -196,6 +241,13 @@ resource "aws_lambda_event_source_mapping" "this" {
       error_message = "With ${local.transport_text}, the retry policy can keep a message ${module.policy.max_total_wait_seconds} s in waits plus up to ${module.policy.max_attempts} x ${var.timeout} s of processing = ${local.longest_life_seconds} s, which is not shorter than the source queue's retention (${var.queue.message_retention_seconds} s): SQS would delete a message before its last attempt, unseen. Raise message_retention_seconds (up to 1209600, 14 days), lower the policy's max_attempts, max_seconds or max_age_seconds, or use a transport that re-enqueues a fresh copy (auto, sqs-delay, scheduler${local.fifo ? "; on FIFO: fifo_order = \"unordered\"" : ""})."
     }
 
+    # FIFO ordered: the records behind a failing one in its group are handed back, a receive each,
+    # for every attempt of the failing one; then they need their own budget.
+    precondition {
+      condition     = local.native || !local.fifo_ordered || var.queue.max_receive_count == null || try(var.queue.max_receive_count >= 2 * module.policy.max_attempts + 1, true)
+      error_message = "FIFO ordered: a message held back behind a failing one in its message group is received once per attempt of that one (up to max_attempts = ${module.policy.max_attempts} receives) before its own attempts begin, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must be at least 2 x ${module.policy.max_attempts} + 1 = ${2 * module.policy.max_attempts + 1}; otherwise SQS moves a message that never failed to the DLQ while it waits. Set max_receive_count to at least ${2 * module.policy.max_attempts + 1} (leave it null in modules/scheduled-retry for that default), or lower max_attempts. A message behind k failing messages needs (k + 1) x max_attempts receives."
+    }
+
     precondition {
       condition     = local.native || module.policy.transport != "visibility" || var.queue.max_receive_count == null || try(var.queue.max_receive_count > module.policy.max_attempts, true)
       error_message = "With ${local.transport_text}, every attempt is a receive of the same message, so maxReceiveCount (${coalesce(var.queue.max_receive_count, 0)}) must exceed the policy's largest max_attempts (${module.policy.max_attempts}); otherwise SQS moves a message to the DLQ before its last attempt, without the reason the retry-exhausted queue would get. Set max_receive_count to at least ${module.policy.max_attempts + 1}, or lower max_attempts."
@@ -226,6 +278,7 @@ resource "aws_lambda_event_source_mapping" "this" {
 }
 
 locals {
+  fifo_ordered              = !local.native && local.fifo && var.fifo_order == "ordered"
   retries_live_in_the_queue = !local.native && contains(["visibility", "sqs-hops"], module.policy.transport)
   longest_life_seconds      = module.policy.max_total_wait_seconds + module.policy.max_attempts * var.timeout
   transport_text = (

@@ -76,7 +76,18 @@ output "role_permissions" {
       data.aws_iam_policy_document.kms,
       data.aws_iam_policy_document.xray,
       data.aws_iam_policy_document.claims,
+      data.aws_iam_policy_document.claims_kms,
       data.aws_iam_policy_document.idempotency,
     ] : [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
   ])
+}
+
+output "claims_table_name" {
+  description = "Name of the claims table (one retry chain per message): the one created, or the one given in claims.table_arn; null with claims.enabled = false or a plain handler."
+  value       = local.claims_table_name
+}
+
+output "claims_table_arn" {
+  description = "ARN of the claims table (the one created, or claims.table_arn); null with claims.enabled = false or a plain handler."
+  value       = local.claims_table_arn
 }

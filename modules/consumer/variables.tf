@@ -313,6 +313,39 @@ variable "idempotency_table_arn" {
   }
 }
 
+variable "claims" {
+  description = <<-EOT
+    One retry chain per message (serverless_retry.claims), on by default for a consumer with a
+    processor: each attempt of a message is claimed in a DynamoDB table before it runs, so a record
+    delivered twice (or a retry sent twice) does not start a second chain. A first delivery that
+    succeeds writes nothing. `enabled = false` opts out (no table, no SERVERLESS_RETRY_CLAIMS_TABLE:
+    a duplicate delivery can then run the processor again and start a second chain). `table_arn`
+    brings your own table (partition key `id` of type S, TTL on `expiration`): nothing is created and
+    the role may use exactly that table. `kms_key_arn` is the customer managed key of the table: the
+    created table is encrypted with it (a table of your own: the key it is encrypted with), and the
+    role may use it through DynamoDB only; null encrypts a created table with DynamoDB's AWS managed
+    key (aws/dynamodb), which needs no key policy. A plain handler (processor = null) runs no claims and gets none of this. Separate
+    from idempotency_table_arn (Powertools idempotency: a processor that succeeded is not run again).
+  EOT
+  type = object({
+    enabled     = optional(bool, true)
+    table_arn   = optional(string)
+    kms_key_arn = optional(string)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.claims.table_arn == null ? true : can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}$", var.claims.table_arn))
+    error_message = "claims.table_arn must be a DynamoDB table ARN (arn:<partition>:dynamodb:<region>:<account>:table/<name>), or null for the module to create the table."
+  }
+
+  validation {
+    condition     = var.claims.kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.claims.kms_key_arn))
+    error_message = "claims.kms_key_arn must be a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<id>), not an alias: IAM statements need the key ARN."
+  }
+}
+
 variable "permissions_boundary_arn" {
   description = "Optional permissions boundary for the function's role."
   type        = string

@@ -6,6 +6,7 @@ locals {
   alarm_arns = merge(
     { for concern, alarm in aws_cloudwatch_metric_alarm.this : concern => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.exhausted_rate : "exhausted_rate" => alarm.arn },
+    { for alarm in aws_cloudwatch_metric_alarm.records_failing : "records_failing" => alarm.arn },
   )
 
   # Queue graphs: each line only for the queues given (the roles of other patterns are null).
@@ -34,8 +35,8 @@ locals {
     ] : ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", line.queue, { label = line.label }] if line.queue != null
   ]
   age_alarm_lines = concat(
-    local.queues.source == null ? [] : [{ label = "source alarm", value = var.thresholds.oldest_message_age_seconds }],
-    local.queues.failure == null || !local.healing ? [] : [{ label = "failure queue alarm", value = var.thresholds.oldest_message_age_seconds }],
+    local.queues.source == null ? [] : [{ label = "source alarm", value = local.oldest_age_threshold }],
+    local.queues.failure == null || !local.healing ? [] : [{ label = "failure queue alarm", value = local.oldest_age_threshold }],
   )
 
   # Every function on the dashboard: the consumer (function_name) first, then the others by key.
@@ -242,6 +243,11 @@ resource "aws_cloudwatch_dashboard" "this" {
     precondition {
       condition     = length(local.healing_roles) == 0
       error_message = "functions ${join(", ", local.healing_roles)}: enrichment, redrive and source are roles of the self-healing pattern; set pattern = \"self-healing\" or give role = \"other\"."
+    }
+
+    precondition {
+      condition     = !(local.native && local.queues.source != null && var.source_redrive == null)
+      error_message = "The native-retry pattern needs source_redrive = { visibility_timeout_seconds, max_receive_count } of the source queue (the queue module's outputs of those names): a failing record reaches the DLQ about max_receive_count x visibility_timeout_seconds after its first receive, and the records-failing alarm is sized to fire inside that window."
     }
 
     precondition {

@@ -16,6 +16,22 @@ locals {
   period     = var.evaluation.period_seconds
   datapoints = coalesce(var.evaluation.datapoints_to_alarm, var.evaluation.evaluation_periods)
 
+  # Native retry: a failing record is received every visibility timeout V and SQS moves it to the DLQ
+  # about maxReceiveCount x V after its first receive (the window). The records_failing alarm counts
+  # receives that ended without a delete (received - deleted, per period): a period of at least V
+  # holds at least one receive of every failing record, and the alarm looks at 2 periods of which 1
+  # must breach, so it stays in ALARM between receives. It fires at most one period after the first
+  # failed receive, plus a minute for SQS to publish the metric and one for the alarm to evaluate.
+  native               = var.pattern == "native-retry"
+  records_failing      = local.native && local.queues.source != null && var.source_redrive != null
+  redrive_visibility   = try(var.source_redrive.visibility_timeout_seconds, 0)
+  redrive_window       = try(var.source_redrive.max_receive_count * var.source_redrive.visibility_timeout_seconds, 0)
+  failing_period       = max(60, ceil(local.redrive_visibility / 60) * 60)
+  failing_fires_within = local.failing_period + 120
+  # ApproximateAgeOfOldestMessage leaves a message out from its third receive on (a poison pill), so
+  # for native retry the default age threshold is 2 x V: it fires before the metric loses the message.
+  oldest_age_threshold = coalesce(var.thresholds.oldest_message_age_seconds, local.native && var.source_redrive != null ? max(60, 2 * local.redrive_visibility) : 1800)
+
   # Descriptions give commands one can paste: a queue URL is looked up from its name. `q` and `url`
   # have every role, "-" where none is given (those descriptions are never used).
   queue_url = {
@@ -36,8 +52,8 @@ locals {
     dlq_depth          = { role = "dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
     schedule_dlq_depth = { role = "schedule_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
     exhausted_depth    = { role = "exhausted", metric = local.depth, threshold = var.thresholds.exhausted_depth }
-    oldest_message_age = { role = "source", metric = local.age, threshold = var.thresholds.oldest_message_age_seconds }
-    failure_queue_age  = { role = "failure", metric = local.age, threshold = var.thresholds.oldest_message_age_seconds }
+    oldest_message_age = { role = "source", metric = local.age, threshold = local.oldest_age_threshold }
+    failure_queue_age  = { role = "failure", metric = local.age, threshold = local.oldest_age_threshold }
     failure_dlq_depth  = { role = "failure_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
     rules_dlq_depth    = { role = "rules_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
     redrive_dlq_depth  = { role = "redrive_dlq", metric = local.depth, threshold = var.thresholds.dlq_depth }
@@ -71,7 +87,7 @@ locals {
       EOT
       oldest_message_age = <<-EOT
         serverless-retry: the oldest message in ${local.q.source} is older than
-        ${var.thresholds.oldest_message_age_seconds} s, so the consumer is not keeping up or not
+        ${local.oldest_age_threshold} s, so the consumer is not keeping up or not
         consuming. Check the function's Errors and Throttles (reserved or maximum concurrency), that
         its SQS event source mapping is Enabled, and the ${var.name} dashboard. A healthy retry
         waits in the queue at most 900 s (SQS delay), or the policy's max_seconds with the
@@ -80,25 +96,26 @@ locals {
     }
     "native-retry" = {
       dlq_depth          = <<-EOT
-        serverless-retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
-        ${local.q.dlq}: the consumer failed each of them maxReceiveCount times (SQS moved them
-        after the last visibility timeout). Find the error in the consumer's logs, fix it, then move
-        them back to the source queue with SQS DLQ redrive: serverless-retry redrive --from-queue-url
-        ${local.url.dlq} --native (or aws sqs start-message-move-task --source-arn <ARN of
-        ${local.q.dlq}>).
+        serverless-retry native retry: more than ${var.thresholds.dlq_depth} message(s) in the DLQ
+        ${local.q.dlq}: the consumer's handler failed each of them maxReceiveCount times (SQS moved
+        them after the last visibility timeout). Find the handler's exception for those records in
+        the consumer's logs, fix it, then move them back to the source queue with SQS DLQ redrive:
+        serverless-retry redrive --from-queue-url ${local.url.dlq} --native (or aws sqs
+        start-message-move-task --source-arn <ARN of ${local.q.dlq}>).
       EOT
       oldest_message_age = <<-EOT
-        serverless-retry: the oldest message in ${local.q.source} is older than
-        ${var.thresholds.oldest_message_age_seconds} s: the consumer is not keeping up, not consuming,
-        or keeps failing a message that waits out the visibility timeout between receives. Check
-        the function's Errors and Throttles, that its SQS event source mapping is Enabled, and the
+        serverless-retry native retry: the oldest message in ${local.q.source} is older than
+        ${local.oldest_age_threshold} s: the consumer is not keeping up, not consuming, or keeps
+        failing a message that waits out the visibility timeout between receives (SQS stops counting
+        a message here from its third receive on: the records-failing alarm sees it). Check the
+        function's Errors and Throttles, that its SQS event source mapping is Enabled, and the
         ${var.name} dashboard.
       EOT
     }
     "self-healing" = {
       failure_queue_age  = <<-EOT
         serverless-retry self-healing: the oldest failure record in ${local.q.failure} is older
-        than ${var.thresholds.oldest_message_age_seconds} s: the pipe is not taking records (stopped,
+        than ${local.oldest_age_threshold} s: the pipe is not taking records (stopped,
         failing, or its role lost access to the queue) or the enrichment keeps failing. A healthy
         record waits only for the pipe's next poll. Check the pipe's state and log group and the
         enrichment function's errors; after maxReceiveCount the records go to ${local.q.failure_dlq}.
@@ -162,6 +179,7 @@ locals {
   # --- function alarms: the consumer (function_name) and the others (functions) -----------------------
   function_errors_text = {
     consumer   = "the consumer function %s failed more than %d whole invocation(s) in %d s: an exception outside the per-record handling (bad configuration at cold start, timeout, out of memory). Records that fail one by one are retried by policy and do not count here. Every record of a failed batch comes back after the visibility timeout and reaches the DLQ after maxReceiveCount. Read the error in the function's logs (/aws/lambda/%s)."
+    native     = "the consumer function %s (a plain handler, native SQS retry) failed more than %d whole invocation(s) in %d s: an exception the handler did not turn into batch item failures, a timeout, out of memory or bad configuration. Every record of a failed batch comes back after the visibility timeout and reaches the DLQ after maxReceiveCount; records the handler reports as failed do not count here (the records-failing alarm counts them). Read the error in /aws/lambda/%s."
     enrichment = "the pipe's enrichment function %s failed more than %d invocation(s) in %d s: each failed pipe batch returns to the failure queue (its DLQ after maxReceiveCount). It fails only when an SQS send it needs is refused (\"SQS send failed\" in its logs) or on a crash, timeout or bad configuration: /aws/lambda/%s."
     redrive    = "the redrive function %s failed more than %d invocation(s) in %d s: Lambda retries each failed retry event twice, then its on-failure destination (the redrive DLQ) keeps it. Its logs (/aws/lambda/%s) name the call that failed: the source's async Invoke, Publish, CreateSchedule or SendMessage."
     source     = "the self-healing source %s failed more than %d invocation(s) in %d s. Each failure goes to the failure queue and is retried by its policy, which is expected while a dependency is down; see the retry-exhausted queue for what was given up and /aws/lambda/%s for the errors."
@@ -175,7 +193,7 @@ locals {
       dimensions  = { FunctionName = f.function_name }
       statistic   = "Sum"
       threshold   = var.thresholds.function_errors
-      description = "serverless-retry: ${format(local.function_errors_text[f.role], f.function_name, var.thresholds.function_errors, local.period, f.function_name)}"
+      description = "serverless-retry: ${format(local.function_errors_text[f.role == "consumer" && local.native ? "native" : f.role], f.function_name, var.thresholds.function_errors, local.period, f.function_name)}"
     } if f.alarm_errors
   }
 
@@ -219,6 +237,20 @@ locals {
     ${var.thresholds.exhausted_min_messages} finished): a dependency fails for longer than the retry
     policy waits. Inspect (removes nothing): ${local.inspect_command}. After the fix, redrive:
     ${local.redrive_command} --dry-run, then without --dry-run.
+  EOT
+  ), "\n", " ")
+
+  records_failing_description = !local.records_failing ? null : replace(trimspace(<<-EOT
+    serverless-retry native retry: more than ${var.thresholds.records_failing} receive(s) of
+    ${local.q.source} in ${local.failing_period} s ended without a delete: the handler reported
+    those records as batch item failures, or the invocation failed or was throttled. Each comes back
+    after the visibility timeout (${local.redrive_visibility} s) and SQS moves it to the DLQ after
+    maxReceiveCount, about ${local.redrive_window} s after its first receive; this alarm fires
+    within about ${local.failing_fires_within} s of it, so a fix (a terraform apply of the handler)
+    deployed in the next ${local.redrive_window - local.failing_fires_within} s still saves the
+    backlog. Read the handler's exception for each failed record in
+    /aws/lambda/${coalesce(var.function_name, "<consumer function>")}; see the backlog without
+    receiving it: serverless-retry inspect --queue-url ${local.url.source}.
   EOT
   ), "\n", " ")
 
@@ -306,5 +338,71 @@ resource "aws_cloudwatch_metric_alarm" "exhausted_rate" {
       condition     = length(local.exhausted_rate_description) <= 1024
       error_message = "The exhausted_rate alarm's description exceeds CloudWatch's 1024 characters: shorten the queue names or service."
     }
+  }
+}
+
+# Native retry: records failing, counted while the backlog can still be saved (see the locals above
+# and the module README). received - deleted per period is the number of receives that ended without
+# a delete; in a steady flow the messages in flight at either end of a period cancel out.
+resource "aws_cloudwatch_metric_alarm" "records_failing" {
+  count = local.records_failing ? 1 : 0
+
+  alarm_name          = "${var.name}-records-failing"
+  alarm_description   = local.records_failing_description
+  evaluation_periods  = 2
+  datapoints_to_alarm = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.thresholds.records_failing
+  treat_missing_data  = "notBreaching"
+
+  metric_query {
+    id = "received"
+    metric {
+      namespace   = "AWS/SQS"
+      metric_name = "NumberOfMessagesReceived"
+      dimensions  = { QueueName = local.queues.source }
+      stat        = "Sum"
+      period      = local.failing_period
+    }
+  }
+
+  metric_query {
+    id = "deleted"
+    metric {
+      namespace   = "AWS/SQS"
+      metric_name = "NumberOfMessagesDeleted"
+      dimensions  = { QueueName = local.queues.source }
+      stat        = "Sum"
+      period      = local.failing_period
+    }
+  }
+
+  metric_query {
+    id          = "failing"
+    expression  = "FILL(received, 0) - FILL(deleted, 0)"
+    label       = "Receives that ended without a delete"
+    return_data = true
+  }
+
+  actions_enabled = true
+  alarm_actions   = var.alarm_actions
+  ok_actions      = var.ok_actions
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.records_failing_description) <= 1024
+      error_message = "The records_failing alarm's description exceeds CloudWatch's 1024 characters: shorten the queue names or function_name."
+    }
+  }
+}
+
+# The alarm is only worth having if it fires before SQS moves a failing record to the DLQ. A warning,
+# not an error: with a short visibility timeout the window can be shorter than CloudWatch can see.
+check "records_failing_fires_before_the_dlq" {
+  assert {
+    condition     = !local.records_failing || local.failing_fires_within < local.redrive_window
+    error_message = "The records-failing alarm fires up to ${local.failing_fires_within} s after a record's first failed receive (a ${local.failing_period} s period, plus a minute for SQS to publish and one to evaluate), but SQS moves it to the DLQ after maxReceiveCount (${try(var.source_redrive.max_receive_count, 0)}) x the visibility timeout (${local.redrive_visibility} s) = ${local.redrive_window} s: on-call would hear of it after the DLQ. Raise the source queue's max_receive_count or visibility timeout."
   }
 }

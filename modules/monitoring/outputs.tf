@@ -1,5 +1,5 @@
 output "alarm_arns" {
-  description = "ARN of each alarm by concern: dlq_depth, schedule_dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate (only those whose inputs were given)."
+  description = "ARN of each alarm by concern: dlq_depth, schedule_dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate, records_failing (only those whose inputs were given)."
   value       = local.alarm_arns
 }
 
@@ -8,7 +8,17 @@ output "alarm_names" {
   value = merge(
     { for concern, alarm in aws_cloudwatch_metric_alarm.this : concern => alarm.alarm_name },
     { for alarm in aws_cloudwatch_metric_alarm.exhausted_rate : "exhausted_rate" => alarm.alarm_name },
+    { for alarm in aws_cloudwatch_metric_alarm.records_failing : "records_failing" => alarm.alarm_name },
   )
+}
+
+output "records_failing_timing" {
+  description = "native-retry: the records-failing alarm against the window it must beat, in seconds: period_seconds (its period, at least the visibility timeout), fires_within_seconds (after a record's first failed receive: one period, plus a minute for SQS to publish and one to evaluate) and dlq_after_seconds (max_receive_count x visibility timeout, when SQS moves a failing record to the DLQ). null without that alarm."
+  value = local.records_failing ? {
+    period_seconds       = local.failing_period
+    fires_within_seconds = local.failing_fires_within
+    dlq_after_seconds    = local.redrive_window
+  } : null
 }
 
 output "dashboard_name" {

@@ -126,14 +126,18 @@ variable "thresholds" {
     dead-letter queue of the pattern); errors and DeliveryFailed are counts per period (function_errors
     for every alarmed function). oldest_message_age_seconds must exceed the longest wait a healthy
     retry spends in the source queue: 900 s for SQS-delay retries, the policy's max_seconds with the
-    visibility transport (self-healing: a failure record waits only for the pipe). exhausted_percent is the share (0-100) of the messages the
-    consumer finished in a period that were Exhausted, only evaluated for periods with at least
-    exhausted_min_messages finished messages, so one failure out of two does not page anyone.
+    visibility transport (self-healing: a failure record waits only for the pipe). null: 1800, or for
+    native-retry 2 x the source's visibility timeout (SQS leaves a message out of the metric from its
+    third receive on). exhausted_percent is the share (0-100) of the messages the consumer finished in
+    a period that were Exhausted, only evaluated for periods with at least exhausted_min_messages
+    finished messages, so one failure out of two does not page anyone. records_failing (native-retry)
+    is the number of receives of the source queue in one alarm period that ended without a delete.
   EOT
   type = object({
     dlq_depth                  = optional(number, 0)
     exhausted_depth            = optional(number, 0)
-    oldest_message_age_seconds = optional(number, 1800)
+    oldest_message_age_seconds = optional(number)
+    records_failing            = optional(number, 0)
     function_errors            = optional(number, 0)
     delivery_failed            = optional(number, 0)
     exhausted_percent          = optional(number, 5)
@@ -144,16 +148,16 @@ variable "thresholds" {
 
   validation {
     condition = alltrue([
-      for t in [var.thresholds.dlq_depth, var.thresholds.exhausted_depth, var.thresholds.function_errors, var.thresholds.delivery_failed] :
+      for t in [var.thresholds.dlq_depth, var.thresholds.exhausted_depth, var.thresholds.function_errors, var.thresholds.delivery_failed, var.thresholds.records_failing] :
       floor(t) == t && t >= 0
     ])
-    error_message = "thresholds.dlq_depth, exhausted_depth, function_errors and delivery_failed must be whole numbers >= 0 (the alarm fires above them)."
+    error_message = "thresholds.dlq_depth, exhausted_depth, function_errors, delivery_failed and records_failing must be whole numbers >= 0 (the alarm fires above them)."
   }
 
   validation {
     # 14 days is the longest an SQS queue keeps a message.
-    condition     = floor(var.thresholds.oldest_message_age_seconds) == var.thresholds.oldest_message_age_seconds && var.thresholds.oldest_message_age_seconds >= 60 && var.thresholds.oldest_message_age_seconds <= 1209600
-    error_message = "thresholds.oldest_message_age_seconds must be a whole number of seconds from 60 to 1209600 (14 days, the longest SQS keeps a message), got ${var.thresholds.oldest_message_age_seconds}."
+    condition     = var.thresholds.oldest_message_age_seconds == null ? true : floor(var.thresholds.oldest_message_age_seconds) == var.thresholds.oldest_message_age_seconds && var.thresholds.oldest_message_age_seconds >= 60 && var.thresholds.oldest_message_age_seconds <= 1209600
+    error_message = "thresholds.oldest_message_age_seconds must be null or a whole number of seconds from 60 to 1209600 (14 days, the longest SQS keeps a message), got ${coalesce(var.thresholds.oldest_message_age_seconds, -1)}."
   }
 
   validation {
@@ -164,6 +168,25 @@ variable "thresholds" {
   validation {
     condition     = floor(var.thresholds.exhausted_min_messages) == var.thresholds.exhausted_min_messages && var.thresholds.exhausted_min_messages >= 1
     error_message = "thresholds.exhausted_min_messages must be a whole number >= 1, got ${var.thresholds.exhausted_min_messages}."
+  }
+}
+
+variable "source_redrive" {
+  description = "The source queue's visibility timeout and maxReceiveCount (the queue module's visibility_timeout_seconds and max_receive_count outputs). Required by the native-retry pattern with a source queue: a failing record comes back every visibility timeout and reaches the DLQ about max_receive_count x visibility_timeout_seconds after its first receive, and the records_failing alarm is sized to fire well inside that window. Ignored by the other patterns."
+  type = object({
+    visibility_timeout_seconds = number
+    max_receive_count          = number
+  })
+  default = null
+
+  validation {
+    condition     = var.source_redrive == null ? true : floor(var.source_redrive.visibility_timeout_seconds) == var.source_redrive.visibility_timeout_seconds && var.source_redrive.visibility_timeout_seconds >= 0 && var.source_redrive.visibility_timeout_seconds <= 43200
+    error_message = "source_redrive.visibility_timeout_seconds must be a whole number of seconds from 0 to 43200 (SQS's range)."
+  }
+
+  validation {
+    condition     = var.source_redrive == null ? true : floor(var.source_redrive.max_receive_count) == var.source_redrive.max_receive_count && var.source_redrive.max_receive_count >= 1 && var.source_redrive.max_receive_count <= 1000
+    error_message = "source_redrive.max_receive_count must be a whole number from 1 to 1000 (SQS's range)."
   }
 }
 

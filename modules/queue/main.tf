@@ -12,7 +12,7 @@ locals {
   # needs at most this much around any body the source accepts. serverless_retry.terminal's
   # FRAME_OVERHEAD_BYTES is the same figure (tests/terraform/test_sizes.py keeps them equal).
   exhausted_size_margin = 2048
-  exhausted_size_wanted = min(var.max_message_size + local.exhausted_size_margin, local.exhausted_size_ceiling)
+  exhausted_size_wanted = var.max_message_size + local.exhausted_size_margin
 
   # Settings every queue of the set shares: encryption, size, FIFO-ness.
   encryption = {
@@ -45,6 +45,13 @@ resource "aws_sqs_queue" "source" {
   tags = var.tags
 
   lifecycle {
+    # A message that keeps failing is received max_receive_count times, a visibility timeout apart,
+    # before SQS moves it to the DLQ: the queue must keep it that long, whatever the consumer passes on.
+    precondition {
+      condition     = var.max_receive_count * var.visibility_timeout_seconds < var.message_retention_seconds
+      error_message = "A message that keeps failing is received max_receive_count (${var.max_receive_count}) times, a visibility timeout (${var.visibility_timeout_seconds} s) apart, before SQS moves it to the DLQ: ${var.max_receive_count * var.visibility_timeout_seconds} s, which is not shorter than message_retention_seconds (${var.message_retention_seconds} s). SQS would delete such a message at the end of its retention instead of dead-lettering it. Raise message_retention_seconds (up to 1209600, 14 days), or lower max_receive_count or visibility_timeout_seconds."
+    }
+
     precondition {
       condition     = var.max_receive_count >= 5 || var.allow_max_receive_count_below_5
       error_message = "max_receive_count is ${var.max_receive_count}; it should be at least 5. AWS Lambda's guidance for SQS event sources: set the source queue's maxReceiveCount to at least 5, which improves the chances of messages being processed before reaching the DLQ (a throttled or failed batch is received again; every receive counts). A lower value moves messages to the DLQ sooner, e.g. after one bad deploy. To accept that trade-off, set allow_max_receive_count_below_5 = true."
@@ -124,7 +131,7 @@ resource "aws_sqs_queue" "exhausted" {
   lifecycle {
     precondition {
       condition     = local.exhausted_max_message_size >= local.exhausted_size_wanted
-      error_message = "exhausted_max_message_size (${local.exhausted_max_message_size}) must be at least ${local.exhausted_size_wanted} bytes: max_message_size (${var.max_message_size}) plus ${local.exhausted_size_margin} for the reason a terminal message carries, up to ${local.exhausted_size_ceiling} (the largest size hashicorp/aws ${local.exhausted_size_ceiling > local.provider_5x_max_size ? ">= 6.8" : "5.x"} accepts). Raise exhausted_max_message_size (SQS allows up to 1048576 with hashicorp/aws >= 6.8), or lower max_message_size."
+      error_message = local.exhausted_size_wanted > local.sqs_max_message_size ? "max_message_size (${var.max_message_size}) leaves no room in the retry-exhausted queue: a terminal message is the body plus up to ${local.exhausted_size_margin} bytes of outcome and reason, i.e. ${local.exhausted_size_wanted} bytes, and SQS allows at most ${local.sqs_max_message_size}. Lower max_message_size to at most ${local.sqs_max_message_size - local.exhausted_size_margin}, or the failures of the largest messages would reach that queue without their reason." : "The retry-exhausted queue takes ${local.exhausted_max_message_size} bytes, but a terminal message is the body plus up to ${local.exhausted_size_margin} bytes of outcome and reason: with max_message_size ${var.max_message_size} it needs ${local.exhausted_size_wanted}, or the failures of the largest messages arrive without their reason. ${var.exhausted_max_message_size == null ? "hashicorp/aws 5.x takes at most ${local.provider_5x_max_size}: lower max_message_size to at most ${local.provider_5x_max_size - local.exhausted_size_margin} (the default 260096), or with hashicorp/aws >= 6.8 set exhausted_max_message_size to at least ${local.exhausted_size_wanted} (SQS allows up to ${local.sqs_max_message_size})." : "Raise exhausted_max_message_size to at least ${local.exhausted_size_wanted} (SQS allows up to ${local.sqs_max_message_size} with hashicorp/aws >= 6.8), or lower max_message_size to at most ${var.exhausted_max_message_size - local.exhausted_size_margin}."}"
     }
   }
 }

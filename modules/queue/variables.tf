@@ -110,7 +110,7 @@ variable "max_message_size" {
 }
 
 variable "exhausted_max_message_size" {
-  description = "Maximum message size in bytes of the retry-exhausted queue (and the schedule DLQ). null: as large as SQS and the provider allow, i.e. 262144 (hashicorp/aws 5.x) or, when max_message_size is already above that, 1048576. It must exceed max_message_size by a margin for the reason a terminal message carries, where the limit allows."
+  description = "Maximum message size in bytes of the retry-exhausted queue (and the schedule DLQ). null: as large as SQS and the provider allow, i.e. 262144 (hashicorp/aws 5.x) or, when max_message_size is already above that, 1048576. It must be at least max_message_size + 2048 (the most a terminal message's outcome and reason add around the body): a source of 262144 needs hashicorp/aws >= 6.8 and at least 264192 here, and a source above 1046528 is refused."
   type        = number
   default     = null
 

@@ -15,9 +15,12 @@ locals {
   schedule_group_name        = "${var.name}-retries"
   needs_scheduler            = module.policy.needs_scheduler
 
-  # Retried in place (visibility transport, FIFO ordered), every attempt is a receive of the same
-  # message, so the DLQ must wait for more receives than the largest budget; else Lambda's 5.
-  max_receive_count = coalesce(var.max_receive_count, module.policy.transport == "visibility" ? max(5, module.policy.max_attempts + 1) : 5)
+  # Retried in place (visibility transport), every attempt is a receive of the same message, so the
+  # DLQ must wait for more receives than the largest budget. FIFO ordered also hands back the records
+  # behind a failing one in its group: each is received once per attempt of the head (its whole
+  # budget) and then needs its own, hence 2 x max_attempts + 1. Else Lambda's 5.
+  fifo_ordered      = var.fifo && var.fifo_order == "ordered"
+  max_receive_count = coalesce(var.max_receive_count, local.fifo_ordered ? max(5, 2 * module.policy.max_attempts + 1) : module.policy.transport == "visibility" ? max(5, module.policy.max_attempts + 1) : 5)
 }
 
 module "queue" {
@@ -105,6 +108,7 @@ module "consumer" {
   maximum_batching_window_seconds = var.maximum_batching_window_seconds
   maximum_concurrency             = var.maximum_concurrency
   idempotency_table_arn           = var.idempotency_table_arn
+  claims                          = var.claims
   permissions_boundary_arn        = var.permissions_boundary_arn
   tags                            = var.tags
 }

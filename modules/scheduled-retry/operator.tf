@@ -129,6 +129,7 @@ resource "aws_iam_role_policy" "operator" {
 resource "aws_cloudwatch_log_group" "operator" {
   count = local.operator ? 1 : 0
   #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs), as for the consumer; set 365 or more where a compliance regime requires it.
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the operator_redrive.logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
 
   name              = "/aws/lambda/${local.operator_name}"
   retention_in_days = var.log_retention_days

@@ -118,6 +118,16 @@ output "scheduler_permissions" {
   value       = local.needs_scheduler ? module.scheduler[0].role_permissions : []
 }
 
+output "claims_table_name" {
+  description = "Name of the claims table (one retry chain per message), or null with claims.enabled = false."
+  value       = module.consumer.claims_table_name
+}
+
+output "claims_table_arn" {
+  description = "ARN of the claims table, or null with claims.enabled = false."
+  value       = module.consumer.claims_table_arn
+}
+
 output "operator_function_name" {
   description = "The operator's redrive function (invoke with the options of serverless-retry redrive as JSON), or null when operator_redrive is off."
   value       = local.operator ? aws_lambda_function.operator[0].function_name : null

@@ -102,7 +102,7 @@ variable "max_message_size" {
 }
 
 variable "exhausted_max_message_size" {
-  description = "Maximum message size of the retry-exhausted queue in bytes, or null for as large as SQS and the provider allow. It must exceed max_message_size by a margin (so a terminal message's reason fits around any body) where the limit allows."
+  description = "Maximum message size of the retry-exhausted queue in bytes, or null for as large as SQS and the provider allow. It must be at least max_message_size + 2048 (the most a terminal message's outcome and reason add around the body), checked at plan time."
   type        = number
   default     = null
 }
@@ -115,7 +115,7 @@ variable "message_retention_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives before SQS moves a message to the DLQ: at least 5 (AWS Lambda's guidance), and above the policy's largest max_attempts when retries stay in place (visibility transport, FIFO ordered). null: 5, or the policy's largest max_attempts + 1 when retries stay in place."
+  description = "Receives before SQS moves a message to the DLQ: at least 5 (AWS Lambda's guidance), above the policy's largest max_attempts with the visibility transport, and at least 2 x max_attempts + 1 for a FIFO source with fifo_order = \"ordered\" (a message held back behind a failing one in its group is received once per attempt of that one, then needs its own budget; behind k failing messages it needs (k + 1) x max_attempts receives). null: 5, max_attempts + 1 with the visibility transport, max(5, 2 x max_attempts + 1) for FIFO ordered."
   type        = number
   default     = null
 }
@@ -207,9 +207,20 @@ variable "environment" {
 }
 
 variable "idempotency_table_arn" {
-  description = "DynamoDB table for Powertools idempotency keyed on the message's first-delivery id (partition key `id`), or null."
+  description = "DynamoDB table for Powertools idempotency keyed on the message's first-delivery id (partition key `id`), or null: a processor that succeeded is not run again. Separate from `claims`, which keep one retry chain per message."
   type        = string
   default     = null
+}
+
+variable "claims" {
+  description = "One retry chain per message (modules/consumer's `claims`): by default the consumer module creates an on-demand, encrypted claims table with TTL (`<name>-claims`). `enabled = false` opts out, `table_arn` brings your own table (partition key `id` of type S, TTL on `expiration`; nothing is created), `kms_key_arn` is the table's customer managed key (null: the AWS managed key aws/dynamodb)."
+  type = object({
+    enabled     = optional(bool, true)
+    table_arn   = optional(string)
+    kms_key_arn = optional(string)
+  })
+  default  = {}
+  nullable = false
 }
 
 variable "permissions_boundary_arn" {

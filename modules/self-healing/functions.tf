@@ -90,6 +90,7 @@ module "scheduler" {
 
 resource "aws_cloudwatch_log_group" "enrichment" {
   #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
   name              = "/aws/lambda/${local.names.enrichment}"
   retention_in_days = var.log_retention_days
   kms_key_id        = var.logs_kms_key_arn
@@ -135,6 +136,7 @@ resource "aws_lambda_function" "enrichment" {
 
 resource "aws_cloudwatch_log_group" "redrive" {
   #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
+  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
   name              = "/aws/lambda/${local.names.redrive}"
   retention_in_days = var.log_retention_days
   kms_key_id        = var.logs_kms_key_arn

@@ -55,6 +55,24 @@ def test_second_plan_is_empty(native: Applied) -> None:
     assert native.second_plan.returncode == 0, native.second_plan.stdout + native.second_plan.stderr
 
 
+def test_an_alarm_on_records_failing_fires_inside_the_redrive_window(native: Applied) -> None:
+    """Receives without a delete on the source queue, over periods of the visibility timeout: it
+    fires within one period and two minutes of a failure, long before the DLQ move (5 x visibility)."""
+    out = native.outputs
+    name = out["alarm_arns"]["records_failing"].rsplit(":", 1)[1]
+    (alarm,) = native.client("cloudwatch").describe_alarms(AlarmNames=[name])["MetricAlarms"]
+    queries = {q["Id"]: q for q in alarm["Metrics"]}
+    assert queries["failing"]["Expression"] == "FILL(received, 0) - FILL(deleted, 0)"
+    assert queries["received"]["MetricStat"]["Metric"]["MetricName"] == "NumberOfMessagesReceived"
+    assert queries["deleted"]["MetricStat"]["Metric"]["MetricName"] == "NumberOfMessagesDeleted"
+    visibility = 6 * native.variables["function_timeout"]
+    period = queries["received"]["MetricStat"]["Period"]
+    assert visibility <= period < visibility + 60
+    assert period + 120 < out["max_receive_count"] * visibility
+    assert "plain handler" in alarm["AlarmDescription"] or "handler reported" in alarm["AlarmDescription"]
+    assert "SendMessageBatch" not in alarm["AlarmDescription"]
+
+
 def test_queue_dlq_and_mapping_are_native_retry_done_right(native: Applied) -> None:
     out = native.outputs
     sqs = native.client("sqs")

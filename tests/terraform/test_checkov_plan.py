@@ -4,9 +4,11 @@ Scanning the modules' source cannot tell what a user can configure: an unset opt
 there. A plan shows the resources as they would be created. The configuration plans the module twice
 against a local moto server (a plan reads only the account and region): with the defaults, and
 hardened with the security inputs (a KMS key for the queues, the log group and the environment).
-The default log group is not KMS-encrypted (CKV_AWS_158); the hardened one is, so the hardened plan
-has no failed check at all. The modules' justified inline skips apply to the plan through checkov's
-plan enrichment (--repo-root-for-plan-enrichment), which maps plan resources back to the source.
+Neither plan has a failed check: the default log group uses CloudWatch Logs' own encryption (its
+CKV_AWS_158 skip says why), the hardened one a KMS key (CKV_AWS_158 passes); the default claims table
+uses DynamoDB's AWS managed key, the hardened one a customer managed key. The modules' justified
+inline skips apply to the plan through checkov's plan enrichment (--repo-root-for-plan-enrichment),
+which maps plan resources back to the source.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ module "hardened" {{
   kms_key_arn             = "{KEY}"
   logs_kms_key_arn        = "{KEY}"
   environment_kms_key_arn = "{KEY}"
+  claims                  = {{ kms_key_arn = "{KEY}" }}
 }}
 """
 
@@ -134,15 +137,33 @@ def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
     assert values[f"{hardened}.aws_cloudwatch_log_group.this"]["kms_key_id"] == KEY
     assert values[f"{hardened}.aws_lambda_function.this"]["kms_key_arn"] == KEY
     assert values["module.default.module.consumer.aws_cloudwatch_log_group.this"]["kms_key_id"] is None
+    hardened_sse = values[f"{hardened}.aws_dynamodb_table.claims[0]"]["server_side_encryption"]
+    assert hardened_sse == [{"enabled": True, "kms_key_arn": KEY}]
+    default_sse = values["module.default.module.consumer.aws_dynamodb_table.claims[0]"][
+        "server_side_encryption"
+    ]
+    assert [s["enabled"] for s in default_sse] == [True]
 
 
-def test_only_the_default_log_group_lacks_a_kms_key(scan: dict[str, Any]) -> None:
-    assert _checks(scan, "failed_checks") == {
-        ("CKV_AWS_158", "module.default.module.consumer.aws_cloudwatch_log_group.this")
-    }
+def test_no_check_fails_on_the_default_or_the_hardened_plan(scan: dict[str, Any]) -> None:
+    assert _checks(scan, "failed_checks") == set()
     assert ("CKV_AWS_158", "module.hardened.module.consumer.aws_cloudwatch_log_group.this") in _checks(
         scan, "passed_checks"
     )
+    table = "module.hardened.module.consumer.aws_dynamodb_table.claims[0]"
+    assert ("CKV_AWS_119", table) in _checks(scan, "passed_checks") | _checks(scan, "skipped_checks")
+
+
+def test_the_default_log_group_and_claims_table_are_skipped_with_their_reasons(scan: dict[str, Any]) -> None:
+    reasons = {
+        (c["check_id"], c["resource"]): c["check_result"].get("suppress_comment", "")
+        for c in scan.get("skipped_checks", [])
+    }
+    log_group = reasons[("CKV_AWS_158", "module.default.module.consumer.aws_cloudwatch_log_group.this")]
+    assert "logs_kms_key_arn" in log_group
+    table = "module.default.module.consumer.aws_dynamodb_table.claims[0]"
+    assert "claims.kms_key_arn" in reasons[("CKV_AWS_119", table)]
+    assert "Point-in-time recovery" in reasons[("CKV_AWS_28", table)]
 
 
 def test_inline_skips_reach_the_plan_with_their_reasons(scan: dict[str, Any]) -> None:

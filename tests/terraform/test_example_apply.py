@@ -70,6 +70,24 @@ def test_function_and_mapping_are_wired(applied: Applied) -> None:
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
+def test_the_claims_table_is_created_encrypted_with_ttl(applied: Applied) -> None:
+    out = applied.outputs
+    dynamodb = applied.client("dynamodb")
+    table = dynamodb.describe_table(TableName=out["claims_table_name"])["Table"]
+    assert table["TableArn"] == out["claims_table_arn"]
+    assert table["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["SSEDescription"]["Status"] == "ENABLED"
+    ttl = dynamodb.describe_time_to_live(TableName=out["claims_table_name"])["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expiration")
+    config = applied.client("lambda").get_function_configuration(FunctionName=out["function_name"])
+    env = config["Environment"]["Variables"]
+    assert env["SERVERLESS_RETRY_CLAIMS_TABLE"] == out["claims_table_name"]
+    assert env["SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"] == str(
+        6 * applied.variables["function_timeout"]
+    )
+
+
 def _statements(document: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]]:
     def as_set(value: str | list[str]) -> set[str]:
         return {value} if isinstance(value, str) else set(value)
@@ -97,6 +115,8 @@ def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> N
             {f"arn:aws:scheduler:{region}:{account}:schedule/{out['schedule_group_name']}/*"},
         ),
         "PassSchedulerRole": ({"iam:PassRole"}, {out["scheduler_role_arn"]}),
+        # One chain per message: one conditional UpdateItem per claim, on the claims table only.
+        "RetryClaims": ({"dynamodb:UpdateItem"}, {out["claims_table_arn"]}),
         "WriteOwnLogs": (
             {"logs:CreateLogStream", "logs:PutLogEvents"},
             {f"arn:aws:logs:{region}:{account}:log-group:/aws/lambda/{out['function_name']}:log-stream:*"},

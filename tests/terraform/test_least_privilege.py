@@ -39,6 +39,8 @@ PACKAGE = "../tests/terraform/fixtures/empty.zip"  # from the generated root (te
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TABLE = "orders-idempotency"
 TABLE_ARN = f"arn:aws:dynamodb:us-east-1:123456789012:table/{TABLE}"
+CLAIMS = "shared-claims"
+CLAIMS_ARN = f"arn:aws:dynamodb:us-east-1:123456789012:table/{CLAIMS}"
 CONSUMER = "serverless_retry.handlers.consumer.handler"
 OPERATOR = "serverless_retry.handlers.redrive_queue.handler"
 
@@ -51,9 +53,14 @@ SCHEDULED: dict[str, dict[str, Any]] = {
         "idempotency_table_arn": TABLE_ARN,
         "operator_redrive": {"enabled": True},
     },
-    "delays_within_900s": {"retry_policy": {**POLICY, "rules": POLICY["rules"][:1]}},
+    # No claims (opted out): no DynamoDB permission at all.
+    "delays_within_900s": {
+        "retry_policy": {**POLICY, "rules": POLICY["rules"][:1]},
+        "claims": {"enabled": False},
+    },
     "visibility": {"retry_policy": {**POLICY, "transport": "visibility"}, "idempotency_table_arn": TABLE_ARN},
-    "sqs_hops": {"retry_policy": {**POLICY, "transport": "sqs-hops"}},
+    # Claims in a table of one's own (nothing created): the grants name exactly that table.
+    "sqs_hops": {"retry_policy": {**POLICY, "transport": "sqs-hops"}, "claims": {"table_arn": CLAIMS_ARN}},
     "fifo_ordered": {"fifo": True, "retry_policy": POLICY, "idempotency_table_arn": TABLE_ARN},
     "fifo_unordered": {"fifo": True, "fifo_order": "unordered", "retry_policy": POLICY, "kms_key_arn": KEY},
 }
@@ -167,7 +174,10 @@ def test_scheduled_retry_grants_exactly_what_its_functions_use(
     plans: dict[str, Granted], world_of: Any, case: str
 ) -> None:
     g = plans[f"scheduled_{case}"]
-    external = External(tables=[TABLE] if SCHEDULED[case].get("idempotency_table_arn") else [])
+    external = External(
+        tables=[TABLE] * bool(SCHEDULED[case].get("idempotency_table_arn"))
+        + [CLAIMS] * bool(SCHEDULED[case].get("claims", {}).get("table_arn"))
+    )
     world: World = world_of(g, external)
     consumer = next(f for f in g.functions.values() if f.handler == CONSUMER)
     ConsumerRun(world, consumer).every_path()
@@ -208,14 +218,15 @@ def test_native_retry_example_grants_exactly_what_its_plain_handler_uses(
 
 
 def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Granted], world_of: Any) -> None:
-    """The same recorded run against the standard case's policy less one action (the defect this test
-    was written for: BatchWriteItem) and plus one statement no path needs."""
+    """The same recorded run against the standard case's policy less one action (the claims' write)
+    and plus one statement no path needs."""
     g = copy.deepcopy(plans["scheduled_standard"])
     world: World = world_of(g, External(tables=[TABLE]))
     ConsumerRun(world, next(f for f in g.functions.values() if f.handler == CONSUMER)).every_path()
     consumer = g.roles["orders-consumer"]
     claims = next(s for s in consumer.policy if s.sid == "RetryClaims")
-    narrowed = {**claims.raw, "Action": ["dynamodb:PutItem"]}
+    # The claims' one action (a conditional UpdateItem) taken away, a read no path makes in its place.
+    narrowed = {**claims.raw, "Action": ["dynamodb:GetItem"]}
     extra = {
         "Sid": "Extra",
         "Effect": "Allow",
@@ -228,8 +239,7 @@ def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Gra
     ]
     problems = check.describe(_verdict(world, {}).problems)
     assert (
-        "needs dynamodb:BatchWriteItem on arn:aws:dynamodb:us-east-1:123456789012:table/orders-idempotency"
-        in problems
+        "needs dynamodb:UpdateItem on arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims" in problems
     )
     assert (
         "Extra grants sqs:SendMessage on arn:aws:sqs:us-east-1:123456789012:orders-dlq, which no path uses"

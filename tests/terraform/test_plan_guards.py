@@ -74,6 +74,13 @@ CASES: dict[str, dict[str, Any]] = {
         "max_message_size": 131072,
         "exhausted_max_message_size": 131072,
     },
+    # A source queue that forgets a failing message before its last receive (no max_receive_count
+    # passed by hand: the queue module checks its own three values).
+    "retention-guard": {"message_retention_seconds": 600, "visibility_timeout_seconds": 150},
+    # 262144 + the 2048-byte terminal frame does not fit the 262144 hashicorp/aws 5.x allows.
+    "source-of-256-kib": {"max_message_size": 262144},
+    # FIFO ordered with the default policy (max_attempts 5): 10 receives are one short of 2 x 5 + 1.
+    "fifo-ordered-receives": {"fifo": True, "max_receive_count": 10},
     "consumer-guards": {
         # FIFO ordered retries in place; the policy asks for the Scheduler, waits up to 19 x 12 h (past
         # 4 days of retention), and 5 receives are fewer than its 20 attempts.
@@ -121,11 +128,15 @@ def test_the_environment_size_is_checked_before_the_urls_are_known(plans: dict[s
 
 
 GUARDS = {
-    "queue-guards": ("AWS Lambda's guidance for SQS event sources", "must be at least 133120"),
+    "queue-guards": (
+        "AWS Lambda's guidance for SQS event sources",
+        "with max_message_size 131072 it needs 133120",
+    ),
     "consumer-guards": (
         "not shorter than the source queue's retention",
         "must exceed the policy's largest max_attempts",
         "would take the retry out of its group",
+        "a message held back behind a failing one",
     ),
 }
 
@@ -148,12 +159,33 @@ def test_the_queue_guards_say_what_to_change(plans: dict[str, RunResult]) -> Non
     receives, size = (_by_guard(plans, "queue-guards")[key] for key in GUARDS["queue-guards"])
     assert "max_receive_count is 3" in receives
     assert "allow_max_receive_count_below_5 = true" in receives
-    assert "exhausted_max_message_size (131072) must be at least 133120" in size  # + 2048
-    assert "Raise exhausted_max_message_size" in size
+    assert "The retry-exhausted queue takes 131072 bytes" in size
+    assert "Raise exhausted_max_message_size to at least 133120" in size  # + 2048
+    assert "or lower max_message_size to at most 129024" in size
+
+
+def test_the_retention_guard_holds_without_a_max_receive_count(plans: dict[str, RunResult]) -> None:
+    error = _only_error(plans, "retention-guard")
+    assert "received max_receive_count (5) times, a visibility timeout (150 s) apart" in error
+    assert "750 s, which is not shorter than message_retention_seconds (600 s)" in error
+    assert "Raise message_retention_seconds" in error
+
+
+def test_a_source_of_256_kib_leaves_the_reason_no_room(plans: dict[str, RunResult]) -> None:
+    error = _only_error(plans, "source-of-256-kib")
+    assert "with max_message_size 262144 it needs 264192" in error
+    assert "lower max_message_size to at most 260096" in error
+    assert "set exhausted_max_message_size to at least 264192" in error
+
+
+def test_fifo_ordered_needs_receives_for_the_messages_it_holds_back(plans: dict[str, RunResult]) -> None:
+    error = _only_error(plans, "fifo-ordered-receives")
+    assert "maxReceiveCount (10) must be at least 2 x 5 + 1 = 11" in error
+    assert "Set max_receive_count to at least 11" in error
 
 
 def test_the_consumer_guards_say_what_to_change(plans: dict[str, RunResult]) -> None:
-    retention, receives, order = (
+    retention, receives, order, held_back = (
         _by_guard(plans, "consumer-guards")[key] for key in GUARDS["consumer-guards"]
     )
     assert "retention (345600 s)" in retention
@@ -161,3 +193,4 @@ def test_the_consumer_guards_say_what_to_change(plans: dict[str, RunResult]) -> 
     assert "maxReceiveCount (5)" in receives
     assert "Set max_receive_count to at least 21" in receives
     assert 'fifo_order = "unordered"' in order
+    assert "must be at least 2 x 20 + 1 = 41" in held_back

@@ -20,6 +20,14 @@ override_resource {
 }
 
 override_resource {
+  target          = aws_dynamodb_table.claims
+  override_during = plan
+  values = {
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"
+  }
+}
+
+override_resource {
   target          = aws_lambda_function.this
   override_during = plan
   values = {
@@ -74,6 +82,8 @@ run "function_wiring" {
       SERVERLESS_RETRY_MAX_MESSAGE_BYTES           = "260096"
       SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES = "260096"
       SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS     = "345600"
+      SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS  = "180"
+      SERVERLESS_RETRY_CLAIMS_TABLE                = "orders-claims"
       POWERTOOLS_SERVICE_NAME                      = "orders"
       POWERTOOLS_METRICS_NAMESPACE                 = "ServerlessRetry"
       POWERTOOLS_LOG_LEVEL                         = "INFO"
@@ -190,6 +200,7 @@ run "role_is_exactly_design_section_6" {
         data.aws_iam_policy_document.kms,
         data.aws_iam_policy_document.xray,
         data.aws_iam_policy_document.claims,
+        data.aws_iam_policy_document.claims_kms,
         data.aws_iam_policy_document.idempotency,
         ] : [
         for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"
@@ -200,6 +211,7 @@ run "role_is_exactly_design_section_6" {
       "CreateRetrySchedules | scheduler:CreateSchedule,scheduler:GetSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:log-stream:*",
+      "RetryClaims | dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
     ])
     error_message = "The consumer role's statements differ from DESIGN section 6."
   }
@@ -315,18 +327,163 @@ run "idempotency_table" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.claims.statement[0].actions == toset(["dynamodb:BatchWriteItem", "dynamodb:PutItem"]) && data.aws_iam_policy_document.claims.statement[0].resources == toset([var.idempotency_table_arn])
-    error_message = "Claims are a conditional PutItem each, marked done with BatchWriteItem, on exactly the idempotency table."
+    condition     = data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"]) && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims"
+    error_message = "The idempotency table is Powertools' only: the claims stay in their own table."
   }
 }
 
-run "no_table_no_dynamodb" {
+run "claims_table_created_by_default" {
   command = plan
 
   assert {
-    condition     = length(data.aws_iam_policy_document.claims.statement) == 0 && length(data.aws_iam_policy_document.idempotency.statement) == 0
-    error_message = "Without an idempotency table the role gets no DynamoDB permission."
+    condition     = length(aws_dynamodb_table.claims) == 1 && aws_dynamodb_table.claims[0].name == "orders-claims" && aws_dynamodb_table.claims[0].billing_mode == "PAY_PER_REQUEST"
+    error_message = "A consumer with a processor gets its claims table, on demand, by default."
   }
+
+  assert {
+    condition     = aws_dynamodb_table.claims[0].hash_key == "id" && aws_dynamodb_table.claims[0].range_key == null && jsonencode(aws_dynamodb_table.claims[0].attribute) == jsonencode([{ name = "id", type = "S" }])
+    error_message = "The claims table is keyed on id (a string) alone."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.claims[0].ttl[0].enabled && aws_dynamodb_table.claims[0].ttl[0].attribute_name == "expiration"
+    error_message = "Claims expire by TTL on expiration."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.claims[0].server_side_encryption[0].enabled
+    error_message = "The claims table is encrypted with DynamoDB's KMS encryption (the AWS managed key when no key is given)."
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.claims[0].tags == tomap({ team = "orders" })
+    error_message = "The claims table is tagged."
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims" && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"] == "180"
+    error_message = "The function gets the claims table's name and the visibility timeout (the lease of a claim)."
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 1 && data.aws_iam_policy_document.claims.statement[0].actions == toset(["dynamodb:UpdateItem"]) && data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"])
+    error_message = "Claims: one conditional UpdateItem each, on exactly the claims table."
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.claims_kms.statement) == 0 && length(data.aws_iam_policy_document.idempotency.statement) == 0
+    error_message = "Without a key or an idempotency table, no KMS or other DynamoDB permission."
+  }
+
+  assert {
+    condition     = output.claims_table_name == "orders-claims" && output.claims_table_arn == "arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"
+    error_message = "The outputs name the claims table."
+  }
+
+  assert {
+    # Both wired variables are in the plan-time 4 KB check (the environment is what it sums).
+    condition     = output.environment_bytes == sum([for k, v in output.environment : length(k) + length(v)]) && contains(keys(output.environment), "SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS")
+    error_message = "The environment size must count every wired variable, the claims table and the visibility timeout included."
+  }
+}
+
+run "claims_table_with_a_customer_managed_key" {
+  command = plan
+
+  variables {
+    claims = { kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" }
+  }
+
+  assert {
+    condition     = aws_dynamodb_table.claims[0].server_side_encryption[0].enabled && aws_dynamodb_table.claims[0].server_side_encryption[0].kms_key_arn == var.claims.kms_key_arn
+    error_message = "claims.kms_key_arn encrypts the table."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.claims_kms.statement[0].actions == toset(["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"]) && data.aws_iam_policy_document.claims_kms.statement[0].resources == toset([var.claims.kms_key_arn])
+    error_message = "The role may use exactly the claims key."
+  }
+
+  assert {
+    condition = jsonencode(data.aws_iam_policy_document.claims_kms.statement[0].condition) == jsonencode([{
+      test     = "StringEquals"
+      values   = ["dynamodb.us-east-1.amazonaws.com"]
+      variable = "kms:ViaService"
+    }])
+    error_message = "The claims key is usable through DynamoDB only."
+  }
+}
+
+run "claims_opt_out_creates_nothing" {
+  command = plan
+
+  variables {
+    claims = { enabled = false }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.claims) == 0 && !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_CLAIMS_TABLE")
+    error_message = "claims.enabled = false: no table and no SERVERLESS_RETRY_CLAIMS_TABLE."
+  }
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 0 && length(data.aws_iam_policy_document.claims_kms.statement) == 0 && length(data.aws_iam_policy_document.idempotency.statement) == 0
+    error_message = "Without claims or an idempotency table the role gets no DynamoDB permission."
+  }
+
+  assert {
+    condition     = output.claims_table_name == null && output.claims_table_arn == null
+    error_message = "No claims table to name."
+  }
+
+  assert {
+    # (No run.<name> reference: it would keep the test splitter from running this file in parts.)
+    condition     = output.environment_bytes == sum([for k, v in output.environment : length(k) + length(v)])
+    error_message = "Without claims the size check counts what is wired and nothing more."
+  }
+}
+
+run "claims_bring_your_own_table" {
+  command = plan
+
+  variables {
+    claims = { table_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/shared-claims" }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.claims) == 0 && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "shared-claims"
+    error_message = "A table of one's own: nothing created, the function gets its name."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/shared-claims"])
+    error_message = "The claims permissions name exactly the table given."
+  }
+
+  assert {
+    condition     = output.claims_table_name == "shared-claims" && output.claims_table_arn == var.claims.table_arn
+    error_message = "The outputs name the table given."
+  }
+}
+
+run "claims_table_arn_must_be_an_arn" {
+  command = plan
+
+  variables {
+    claims = { table_arn = "shared-claims" }
+  }
+
+  expect_failures = [var.claims]
+}
+
+run "claims_key_must_be_a_key_arn" {
+  command = plan
+
+  variables {
+    claims = { kms_key_arn = "alias/claims" }
+  }
+
+  expect_failures = [var.claims]
 }
 
 run "visibility_transport_hides_messages_in_place" {
@@ -465,7 +622,7 @@ run "fifo_ordered_wiring" {
       exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
       exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
       fifo                       = true
-      max_receive_count          = 6
+      max_receive_count          = 11
     }
   }
 
@@ -652,6 +809,55 @@ run "visibility_retention_one_second_short" {
   expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
+run "fifo_ordered_needs_receives_for_a_held_back_message" {
+  command = plan
+
+  variables {
+    # max_attempts 5: a message behind a failing one is received 5 times while it waits, then
+    # needs 5 of its own: 10 receives are one too few.
+    scheduler = null
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                       = true
+      max_receive_count          = 10
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
+run "fifo_unordered_needs_no_hold_back_margin" {
+  command = plan
+
+  variables {
+    # Unordered, a failure leaves its group through the Scheduler: nothing is held back.
+    fifo_order = "unordered"
+    queue = {
+      arn                         = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds  = 180
+      dlq_arn                     = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn            = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url         = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn         = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                        = true
+      content_based_deduplication = true
+      max_receive_count           = 5
+    }
+  }
+
+  assert {
+    condition     = output.transport == "scheduler"
+    error_message = "FIFO unordered retries through the Scheduler and plans with maxReceiveCount 5."
+  }
+}
+
 run "visibility_needs_more_receives_than_attempts" {
   command = plan
 
@@ -827,8 +1033,8 @@ run "plain_handler_wires_nothing_of_serverless_retry" {
   }
 
   assert {
-    condition     = length(data.aws_iam_policy_document.claims.statement) == 0
-    error_message = "A plain handler runs no serverless_retry claims: no dynamodb:BatchWriteItem."
+    condition     = length(data.aws_iam_policy_document.claims.statement) == 0 && length(aws_dynamodb_table.claims) == 0 && output.claims_table_name == null
+    error_message = "A plain handler runs no serverless_retry claims: no claims table, no claims permission."
   }
 
   assert {

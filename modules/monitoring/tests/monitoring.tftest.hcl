@@ -568,8 +568,9 @@ run "native_retry_describes_the_redrive_policy" {
   command = plan
 
   variables {
-    pattern = "native-retry"
-    queues  = { source = "orders", dlq = "orders-dlq" }
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 180, max_receive_count = 5 }
     functions = {
       audit = { function_name = "orders-audit", role = "other", alarm_errors = true }
     }
@@ -595,12 +596,149 @@ run "native_retry_describes_the_redrive_policy" {
   }
 }
 
-run "native_retry_has_no_exhausted_queue" {
+# --- native retry: an alarm on records failing that fires while the backlog can still be saved -----
+
+run "native_retry_alarms_on_records_failing_within_the_redrive_window" {
+  command = plan
+
+  variables {
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 180, max_receive_count = 5 }
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.records_failing) == 1 && aws_cloudwatch_metric_alarm.records_failing[0].alarm_name == "orders-records-failing"
+    error_message = "Native retry with a source queue gets the records-failing alarm."
+  }
+
+  assert {
+    # Receives and deletes of the source queue, summed per period, and their difference.
+    condition = {
+      for q in aws_cloudwatch_metric_alarm.records_failing[0].metric_query : q.id => (
+        length(q.metric) == 0 ? "= ${q.expression}" : "${q.metric[0].namespace} ${q.metric[0].metric_name} ${jsonencode(q.metric[0].dimensions)} ${q.metric[0].stat} ${q.metric[0].period}"
+      )
+      } == {
+      received = "AWS/SQS NumberOfMessagesReceived {\"QueueName\":\"orders\"} Sum 180"
+      deleted  = "AWS/SQS NumberOfMessagesDeleted {\"QueueName\":\"orders\"} Sum 180"
+      failing  = "= FILL(received, 0) - FILL(deleted, 0)"
+    }
+    error_message = "The alarm counts receives that ended without a delete, over periods of the visibility timeout (180 s)."
+  }
+
+  assert {
+    condition     = [for q in aws_cloudwatch_metric_alarm.records_failing[0].metric_query : q.id if q.return_data == true] == ["failing"]
+    error_message = "Only the difference is alarmed on."
+  }
+
+  assert {
+    condition = alltrue([
+      aws_cloudwatch_metric_alarm.records_failing[0].comparison_operator == "GreaterThanThreshold",
+      aws_cloudwatch_metric_alarm.records_failing[0].threshold == 0,
+      aws_cloudwatch_metric_alarm.records_failing[0].evaluation_periods == 2,
+      aws_cloudwatch_metric_alarm.records_failing[0].datapoints_to_alarm == 1,
+      aws_cloudwatch_metric_alarm.records_failing[0].treat_missing_data == "notBreaching",
+    ])
+    error_message = "One failed receive in either of the last two periods fires it (and keeps it firing between receives)."
+  }
+
+  assert {
+    # A failing record reaches the DLQ 5 x 180 = 900 s after its first receive; the alarm fires within
+    # one period (180 s) plus two minutes: 300 s, leaving 600 s to deploy a fix.
+    condition     = output.records_failing_timing == { period_seconds = 180, fires_within_seconds = 300, dlq_after_seconds = 900 }
+    error_message = "The alarm must fire well inside the maxReceiveCount x visibility window: ${jsonencode(output.records_failing_timing)}"
+  }
+
+  assert {
+    condition     = output.records_failing_timing.fires_within_seconds < output.records_failing_timing.dlq_after_seconds && output.records_failing_timing.period_seconds >= var.source_redrive.visibility_timeout_seconds
+    error_message = "Fires before the DLQ move, with a period long enough to hold a receive of every failing record."
+  }
+
+  assert {
+    # SQS leaves a message out of ApproximateAgeOfOldestMessage from its third receive on: the age
+    # alarm's native default is 2 x the visibility timeout, below the 900 s window and the old 1800 s.
+    condition     = aws_cloudwatch_metric_alarm.this["oldest_message_age"].threshold == 360
+    error_message = "The native-retry age alarm defaults to 2 x the visibility timeout."
+  }
+
+  assert {
+    condition = alltrue([
+      strcontains(aws_cloudwatch_metric_alarm.records_failing[0].alarm_description, "about 900 s after its first receive"),
+      strcontains(aws_cloudwatch_metric_alarm.records_failing[0].alarm_description, "fires within about 300 s"),
+      strcontains(aws_cloudwatch_metric_alarm.records_failing[0].alarm_description, "/aws/lambda/orders"),
+      !strcontains(aws_cloudwatch_metric_alarm.records_failing[0].alarm_description, "SendMessageBatch"),
+      !strcontains(aws_cloudwatch_metric_alarm.this["function_errors"].alarm_description, "retried by policy"),
+      strcontains(aws_cloudwatch_metric_alarm.this["function_errors"].alarm_description, "plain handler"),
+    ])
+    error_message = "The runbook text says what a plain handler logs and how long is left, never a serverless_retry log line."
+  }
+
+  assert {
+    condition     = output.alarm_arns["records_failing"] != null && output.alarm_names["records_failing"] == "orders-records-failing"
+    error_message = "The alarm is in the outputs."
+  }
+}
+
+run "native_retry_records_failing_follows_the_visibility_timeout" {
+  command = plan
+
+  variables {
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 150, max_receive_count = 10 }
+    thresholds     = { records_failing = 5 }
+  }
+
+  assert {
+    condition     = output.records_failing_timing == { period_seconds = 180, fires_within_seconds = 300, dlq_after_seconds = 1500 } && aws_cloudwatch_metric_alarm.records_failing[0].threshold == 5
+    error_message = "The period rounds the visibility timeout up to whole minutes; the threshold is the input's: ${jsonencode(output.records_failing_timing)}"
+  }
+}
+
+run "native_retry_window_too_short_to_alarm_in_time" {
+  command = plan
+
+  variables {
+    # 5 x 30 s = 150 s to the DLQ; CloudWatch cannot tell before 60 s + 2 minutes.
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 30, max_receive_count = 5 }
+  }
+
+  expect_failures = [check.records_failing_fires_before_the_dlq]
+}
+
+run "native_retry_needs_the_redrive_settings" {
   command = plan
 
   variables {
     pattern = "native-retry"
-    queues  = { source = "orders", exhausted = "orders-exhausted" }
+    queues  = { source = "orders", dlq = "orders-dlq" }
+  }
+
+  expect_failures = [aws_cloudwatch_dashboard.this]
+}
+
+run "scheduled_retry_has_no_records_failing_alarm" {
+  command = plan
+
+  variables {
+    source_redrive = { visibility_timeout_seconds = 180, max_receive_count = 5 }
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.records_failing) == 0 && output.records_failing_timing == null && aws_cloudwatch_metric_alarm.this["oldest_message_age"].threshold == 1800
+    error_message = "Our consumer hands failures to its retry policy: no records-failing alarm, and the age alarm keeps 1800 s."
+  }
+}
+
+run "native_retry_has_no_exhausted_queue" {
+  command = plan
+
+  variables {
+    pattern        = "native-retry"
+    queues         = { source = "orders", exhausted = "orders-exhausted" }
+    source_redrive = { visibility_timeout_seconds = 180, max_receive_count = 5 }
   }
 
   expect_failures = [aws_cloudwatch_dashboard.this]

@@ -190,17 +190,82 @@ run "exhausted_queue_needs_room_for_the_reason" {
   expect_failures = [aws_sqs_queue.exhausted]
 }
 
-run "exhausted_margin_where_the_limit_allows" {
+run "exhausted_margin_at_the_provider_limit" {
   command = plan
 
   variables {
-    # 256 KiB source: + 64 KiB would exceed what hashicorp/aws 5.x accepts, so 256 KiB is enough.
+    # The default source (260096) plus the 2048-byte frame is exactly what hashicorp/aws 5.x allows.
     exhausted_max_message_size = 262144
   }
 
   assert {
-    condition     = aws_sqs_queue.exhausted[0].max_message_size == 262144
-    error_message = "At the provider's limit the margin cannot be had and is not asked for."
+    condition     = aws_sqs_queue.exhausted[0].max_message_size == 262144 && aws_sqs_queue.source.max_message_size == 260096
+    error_message = "The default source leaves the exhausted queue exactly its 2048-byte frame."
+  }
+}
+
+run "source_of_256_kib_leaves_no_room_for_the_reason" {
+  command = plan
+
+  variables {
+    # 262144 + 2048 does not fit in the 262144 hashicorp/aws 5.x allows the exhausted queue: refused.
+    max_message_size = 262144
+  }
+
+  expect_failures = [aws_sqs_queue.exhausted]
+}
+
+run "source_of_256_kib_with_an_exhausted_queue_one_byte_short" {
+  command = plan
+
+  variables {
+    max_message_size           = 262144
+    exhausted_max_message_size = 264191
+  }
+
+  expect_failures = [aws_sqs_queue.exhausted]
+}
+
+run "source_of_256_kib_without_an_exhausted_queue" {
+  command = plan
+
+  variables {
+    # A plain handler's queue set: nothing writes a terminal message, so no room is needed.
+    max_message_size = 262144
+    exhausted_queue  = false
+  }
+
+  assert {
+    condition     = aws_sqs_queue.source.max_message_size == 262144 && length(aws_sqs_queue.exhausted) == 0
+    error_message = "Without an exhausted queue the source may take 262144."
+  }
+}
+
+run "dlq_must_be_reached_within_the_retention" {
+  command = plan
+
+  variables {
+    # 5 receives x 150 s = 750 s >= 600 s: SQS would delete a failing message before its DLQ move.
+    message_retention_seconds  = 600
+    visibility_timeout_seconds = 150
+    max_receive_count          = 5
+  }
+
+  expect_failures = [aws_sqs_queue.source]
+}
+
+run "dlq_reached_one_second_inside_the_retention" {
+  command = plan
+
+  variables {
+    message_retention_seconds  = 751
+    visibility_timeout_seconds = 150
+    max_receive_count          = 5
+  }
+
+  assert {
+    condition     = aws_sqs_queue.source.message_retention_seconds == 751
+    error_message = "750 s of receives inside a 751 s retention plans."
   }
 }
 

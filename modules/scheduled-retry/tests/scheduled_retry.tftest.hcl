@@ -55,6 +55,14 @@ override_resource {
   }
 }
 
+override_resource {
+  target          = module.consumer.aws_dynamodb_table.claims[0]
+  override_during = plan
+  values = {
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"
+  }
+}
+
 variables {
   name      = "orders"
   package   = "../../tests/terraform/fixtures/empty.zip"
@@ -157,6 +165,7 @@ run "least_privilege_across_the_roles" {
       "CreateRetrySchedules | scheduler:CreateSchedule,scheduler:GetSchedule | arn:aws:scheduler:us-east-1:123456789012:schedule/orders-retries/*",
       "PassSchedulerRole | iam:PassRole | arn:aws:iam::123456789012:role/orders-retries-scheduler",
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/mock-function:log-stream:*",
+      "RetryClaims | dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
     ])
     error_message = "The consumer's permissions (no DeleteSchedule: each schedule deletes itself): ${jsonencode(output.consumer_permissions)}"
   }
@@ -167,6 +176,51 @@ run "least_privilege_across_the_roles" {
       "SendToDeadLetterQueues | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:orders-dlq",
     ])
     error_message = "The scheduler role sends to the source queue and its dead-letter queue only: ${jsonencode(output.scheduler_permissions)}"
+  }
+}
+
+run "claims_table_by_default" {
+  command = plan
+
+  assert {
+    condition     = output.claims_table_name == "orders-claims" && output.claims_table_arn == "arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"
+    error_message = "The composed module creates the claims table by default and names it."
+  }
+
+  assert {
+    condition     = module.consumer.environment["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims" && module.consumer.environment["SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"] == "180"
+    error_message = "The consumer gets the claims table and the visibility timeout (the claim lease): ${jsonencode(module.consumer.environment)}"
+  }
+}
+
+run "claims_pass_through" {
+  command = plan
+
+  variables {
+    claims = { table_arn = "arn:aws:dynamodb:us-east-1:123456789012:table/shared-claims", kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" }
+  }
+
+  assert {
+    condition     = output.claims_table_name == "shared-claims" && output.claims_table_arn == var.claims.table_arn && module.consumer.environment["SERVERLESS_RETRY_CLAIMS_TABLE"] == "shared-claims"
+    error_message = "A table of one's own reaches the consumer; none is created."
+  }
+
+  assert {
+    condition     = contains([for p in output.consumer_permissions : "${p.sid} | ${join(",", p.resources)}"], "UseClaimsTableKey | ${var.claims.kms_key_arn}")
+    error_message = "The claims key reaches the consumer's role: ${jsonencode(output.consumer_permissions)}"
+  }
+}
+
+run "claims_opt_out" {
+  command = plan
+
+  variables {
+    claims = { enabled = false }
+  }
+
+  assert {
+    condition     = output.claims_table_name == null && output.claims_table_arn == null && !contains(keys(module.consumer.environment), "SERVERLESS_RETRY_CLAIMS_TABLE")
+    error_message = "claims.enabled = false: no table, no SERVERLESS_RETRY_CLAIMS_TABLE."
   }
 }
 
@@ -278,8 +332,8 @@ run "fifo_ordered_retries_in_place" {
   }
 
   assert {
-    condition     = module.queue.max_receive_count == 6
-    error_message = "Retried in place, each attempt is a receive: the default maxReceiveCount exceeds the largest budget (5)."
+    condition     = module.queue.max_receive_count == 11
+    error_message = "Ordered FIFO: a message held back behind a failing one is received once per attempt of it, then needs its own budget: the default maxReceiveCount is 2 x 5 + 1 = 11, got ${module.queue.max_receive_count}."
   }
 }
 

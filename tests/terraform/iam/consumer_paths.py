@@ -3,8 +3,9 @@
 One batch carries a message for each decision (success, a short retry, a long one, a non-retryable
 error, an invalid envelope, a due copy, an early copy, a copy at the end of its budget); then the
 Scheduler refuses (the SQS-hops fallback), and a CreateSchedule's answer is lost (looked up by name
-with GetSchedule); on FIFO a failed message holds its group back; with the
-idempotency table a duplicate copy of an attempt ends its chain.
+with GetSchedule); on FIFO a failed message holds its group back; with the claims table (the default)
+two copies of one attempt meet their claim and a redelivered copy marks its claim finished; with the
+idempotency table Powertools replays a processor that already succeeded.
 """
 
 from __future__ import annotations
@@ -151,11 +152,19 @@ class ConsumerRun:
                 [envelope(q, OK, attempt=2, due_in=3600, retry_id="expiring-copy")],
                 attributes={0: {"SentTimestamp": str(old)}},
             )
-        if self.function.env.get("SERVERLESS_RETRY_IDEMPOTENCY_TABLE"):
-            # Two copies of one attempt (a record redelivered after its copy was sent): the second ends.
+        if self.function.env.get("SERVERLESS_RETRY_CLAIMS_TABLE"):
+            # Two copies of one attempt (a record redelivered after its copy was sent): both meet the
+            # chain's claim, the second as a duplicate (or a copy waiting for its owner's lease).
             copy = envelope(q, OK, attempt=3, due_in=-60, retry_id="duplicated")
             self.batch([copy])
             self.batch([copy])
+            # A copy on a later receive (its first one crashed) marks its claim finished when done.
+            self.batch(
+                [envelope(q, OK, attempt=2, due_in=-60, retry_id="redelivered")],
+                attributes={0: {"ApproximateReceiveCount": "2"}},
+            )
+        if self.function.env.get("SERVERLESS_RETRY_IDEMPOTENCY_TABLE"):
             # Powertools idempotency (keyed by the retry id alone) replays a later attempt of a message
             # that already succeeded, from the record its failed conditional write returns.
-            self.batch([envelope(q, OK, attempt=4, due_in=-60, retry_id="duplicated")])
+            self.batch([envelope(q, OK, attempt=3, due_in=-60, retry_id="replayed")])
+            self.batch([envelope(q, OK, attempt=4, due_in=-60, retry_id="replayed")])

@@ -85,3 +85,10 @@ mock_resource "aws_sns_topic" {
     arn = "arn:aws:sns:us-east-1:123456789012:mock-topic"
   }
 }
+
+mock_resource "aws_dynamodb_table" {
+  override_during = plan
+  defaults = {
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/mock-table"
+  }
+}
