@@ -5,7 +5,7 @@
 The baseline revision's ``lambda_src`` is exported with ``git archive`` into a temporary directory;
 each round runs one child process per side (baseline first on even rounds, ours first on odd ones),
 and each child times the same thing: a consumer built from the Lambda's environment variables (the
-policy of DESIGN §3, AWS never called), invoked with a batch of 10 records of one message attribute
+example policy of docs/retry-policy.md, AWS never called), invoked with a batch of 10 records of one message attribute
 and a no-op processor, as ``consumer_overhead.py``'s "success, 1 attribute" row. Printed: µs per
 record of each side (medians over the rounds) and the median of the per-round ratios ours/baseline.
 """

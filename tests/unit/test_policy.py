@@ -23,7 +23,7 @@ from serverless_retry.policy import (
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
-# The policy of DESIGN §3, shared with the benchmarks.
+# The example policy of docs/retry-policy.md, shared with the benchmarks.
 DESIGN_EXAMPLE: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parents[1] / "events" / "policy-design.json").read_text()
 )
