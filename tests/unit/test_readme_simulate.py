@@ -33,7 +33,7 @@ def _examples() -> list[tuple[list[str], str]]:
 
 def test_the_readme_shows_simulate_examples() -> None:
     assert len(_examples()) >= 2
-    RetryPolicy.from_dict(json.loads((ROOT / "docs/readme-policy.json").read_text()))  # valid
+    RetryPolicy.from_dict(json.loads((ROOT / "docs/example-policy.json").read_text()))  # valid
 
 
 @pytest.mark.parametrize("index", range(2))
