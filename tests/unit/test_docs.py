@@ -15,6 +15,8 @@ import pytest
 from serverless_retry_tools import cli
 from serverless_retry_tools.help_text import plain
 
+from tests.support.readme import quickstarts
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PINNED = re.compile(
@@ -23,12 +25,6 @@ PINNED = re.compile(
 # Written apart so that this file does not match itself.
 OUTSIDE_DOCUMENTS = ("DESIGN" + ".md", "DESIGN" + " §", "DESIGN" + " section", "../" + "shared")
 RST_MARKUP = re.compile(r"``|:(?:mod|class|func|meth|attr|exc|data|obj):`")
-
-
-def quickstarts() -> dict[str, str]:
-    """Each `<!-- quickstart:<pattern> -->` marker and the ```hcl block right after it."""
-    text = README.read_text(encoding="utf-8")
-    return dict(re.findall(r"<!-- quickstart:([\w-]+) -->\n```hcl\n(.*?)```", text, re.DOTALL))
 
 
 def test_the_readme_is_short_and_shows_the_demo_and_the_test_commands() -> None:
