@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from serverless_retry import backoff, policy
+from serverless_retry.backoff import Backoff
+from serverless_retry.policy import RetryPolicy, Rule
 from serverless_retry_tools import cli
 from serverless_retry_tools.help_text import plain
 
@@ -106,3 +109,44 @@ def test_every_help_text_is_plain_text() -> None:
 )
 def test_plain_keeps_what_the_markup_encloses(source: str, shown: str) -> None:
     assert plain(source) == shown
+
+
+def _reference_table(heading: str) -> dict[str, str]:
+    """field -> default column of one field table of docs/retry-policy.md."""
+    text = (ROOT / "docs" / "retry-policy.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    section = section[: section.index("\n#", 1)]
+    rows = re.findall(r"^\| `(\w+)` \|[^|]*\| ([^|]*) \|", section, re.MULTILINE)
+    return {field: default.strip() for field, default in rows}
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value == ():
+        return "`[]`"
+    return "none" if value is None else f"`{value}`"
+
+
+@pytest.mark.parametrize(
+    ("heading", "fields", "defaults"),
+    [
+        ("### The policy", policy._POLICY_FIELDS, RetryPolicy()),
+        ("### `backoff`", backoff._BACKOFF_FIELDS, Backoff()),
+        ("### A rule", policy._RULE_FIELDS, Rule(errors=("X",))),
+    ],
+)
+def test_the_policy_reference_lists_every_field_with_its_default(
+    heading: str, fields: tuple[str, ...], defaults: object
+) -> None:
+    table = _reference_table(heading)
+    assert sorted(table) == sorted(fields), f"docs/retry-policy.md {heading}: fields differ from the code"
+    for field, shown in table.items():
+        if isinstance(defaults, Rule) and field in ("errors", "max_attempts", "backoff"):
+            continue  # a rule's matcher is set here; its budget and backoff default to the policy's
+        value = getattr(defaults, field)
+        if isinstance(value, Backoff):
+            continue  # the policy's backoff: described in words, its fields in their own table
+        assert shown == _shown(value), f"{heading} {field}: the page says {shown}, the code {_shown(value)}"
