@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from serverless_retry import backoff, policy
 from serverless_retry.backoff import Backoff
+from serverless_retry.envelope import Envelope, FinalError, HistoryEntry, RetryMeta
 from serverless_retry.policy import RetryPolicy, Rule
 from serverless_retry_tools import cli
 from serverless_retry_tools.help_text import plain
@@ -150,3 +151,11 @@ def test_the_policy_reference_lists_every_field_with_its_default(
         if isinstance(value, Backoff):
             continue  # the policy's backoff: described in words, its fields in their own table
         assert shown == _shown(value), f"{heading} {field}: the page says {shown}, the code {_shown(value)}"
+
+
+def test_the_formats_page_names_every_field_of_the_envelope() -> None:
+    page = (ROOT / "docs" / "envelope.md").read_text(encoding="utf-8")
+    fields = [*Envelope.__annotations__, *RetryMeta.__annotations__, *HistoryEntry.__annotations__]
+    fields += list(FinalError.__annotations__)
+    missing = [f for f in fields if f"`{f}`" not in page and f"`serverless_retry.{f}`" not in page]
+    assert not missing, f"docs/envelope.md does not describe: {missing}"
