@@ -136,7 +136,7 @@ cmd_test() {
   # Lint and types need no test, and no test needs them: they run beside pytest (mypy is one busy
   # core for ~30 s on a fresh clone) and report when pytest is done. Niced: they take the CPU the
   # tests leave idle (the suite waits on logical-clock timers now and then) rather than slow them.
-  log "ruff, ruff format --check, mypy (strict) on lambda_src and tools_src: beside pytest, reported after it"
+  log "ruff, ruff format --check, mypy (strict), mkdocs build --strict: beside pytest, reported after it"
   local lint_log="build/lint.log"
   (
     set -e
@@ -144,6 +144,8 @@ cmd_test() {
     "$VENV/bin/ruff" check lambda_src tools_src tests benchmarks scripts examples
     "$VENV/bin/ruff" format --check lambda_src tools_src tests benchmarks scripts examples
     "$VENV/bin/mypy"
+    # The documentation site: a broken link, a missing anchor or a page left out of the nav fails.
+    NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir build/site
   ) > "$lint_log" 2>&1 &
   local lint_pid=$!
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
@@ -156,7 +158,7 @@ cmd_test() {
   log "pytest (${SERVERLESS_RETRY_TEST_WORKERS:-3} workers)"
   local status=0
   "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-3}" "$@" || status=$?
-  log "ruff, mypy"
+  log "ruff, mypy, mkdocs"
   if ! wait "$lint_pid"; then
     status=1
   fi

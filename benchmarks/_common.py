@@ -34,8 +34,8 @@ BATCH = 10
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/orders-scheduler"
 SCHEDULE_GROUP = "orders-retries"
 
-# The policy of DESIGN §3: a first failure of an unnamed error waits ≤ 10 s, so `auto` picks the SQS delay.
-DESIGN_POLICY: dict[str, Any] = json.loads(
+# The example policy of the retry policy reference (docs/retry-policy.md): a first failure of an unnamed error waits ≤ 10 s, so `auto` picks the SQS delay.
+EXAMPLE_POLICY: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parents[1] / "tests" / "events" / "policy-design.json").read_text()
 )
 

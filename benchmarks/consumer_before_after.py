@@ -5,7 +5,7 @@
 The baseline revision's ``lambda_src`` is exported with ``git archive`` into a temporary directory;
 each round runs one child process per side (baseline first on even rounds, ours first on odd ones),
 and each child times the same thing: a consumer built from the Lambda's environment variables (the
-policy of DESIGN §3, AWS never called), invoked with a batch of 10 records of one message attribute
+example policy of docs/retry-policy.md, AWS never called), invoked with a batch of 10 records of one message attribute
 and a no-op processor, as ``consumer_overhead.py``'s "success, 1 attribute" row. Printed: µs per
 record of each side (medians over the rounds) and the median of the per-round ratios ours/baseline.
 """
@@ -33,11 +33,11 @@ sys.path.insert(0, sys.argv[1])  # the side's lambda_src, ahead of the installed
 sys.path.insert(1, sys.argv[2])  # benchmarks/, for _common
 import serverless_retry
 assert serverless_retry.__file__.startswith(sys.argv[1]), serverless_retry.__file__
-from _common import DESIGN_POLICY, FakeScheduler, FakeSqs, build_consumer, consumer_env, fake_clients, queue_arn
+from _common import EXAMPLE_POLICY, FakeScheduler, FakeSqs, build_consumer, consumer_env, fake_clients, queue_arn
 from serverless_retry.testing import lambda_context, sqs_event
 devnull = open(os.devnull, "w")
 sys.stdout = devnull  # logs and EMF lines are written, to nowhere
-consumer = build_consumer(consumer_env(DESIGN_POLICY, "_common:noop"), fake_clients(FakeSqs(), FakeScheduler()))
+consumer = build_consumer(consumer_env(EXAMPLE_POLICY, "_common:noop"), fake_clients(FakeSqs(), FakeScheduler()))
 bodies = [{"order_id": f"o-{i}", "amount_cents": 1299 + i} for i in range(10)]
 event = sqs_event(bodies, queue_arn=queue_arn("orders"), attributes={"tenant": "acme"})
 context = lambda_context("orders")

@@ -46,7 +46,7 @@ for _name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SCHE
 import boto3  # noqa: E402
 from _common import (  # noqa: E402
     BATCH,
-    DESIGN_POLICY,
+    EXAMPLE_POLICY,
     REGION,
     SCHEDULE_GROUP,
     FakeScheduler,
@@ -109,12 +109,12 @@ def scenarios() -> list[Scenario]:
     with_attribute = sqs_event(bodies(BATCH), queue_arn=arn, attributes={"tenant": "acme"})
 
     sqs, scheduler = FakeSqs(), FakeScheduler()
-    ours_ok = build_consumer(consumer_env(DESIGN_POLICY, "_common:noop"), fake_clients(sqs, scheduler))
+    ours_ok = build_consumer(consumer_env(EXAMPLE_POLICY, "_common:noop"), fake_clients(sqs, scheduler))
     ours_reads = build_consumer(
-        consumer_env(DESIGN_POLICY, "_common:reads_message"), fake_clients(sqs, scheduler)
+        consumer_env(EXAMPLE_POLICY, "_common:reads_message"), fake_clients(sqs, scheduler)
     )
     ours_retry = build_consumer(
-        consumer_env(DESIGN_POLICY, "_common:always_retry"), fake_clients(sqs, scheduler)
+        consumer_env(EXAMPLE_POLICY, "_common:always_retry"), fake_clients(sqs, scheduler)
     )
     # The Lambda entry point wraps the consumer exactly so (handlers/consumer.py).
     ours_handler = ours_ok.logger.inject_lambda_context(clear_state=True)(ours_ok)

@@ -1,6 +1,6 @@
 """The retrying SQS consumer (library form): call it with an SQS event, get the partial batch response.
 
-Order of operations (DESIGN §5):
+Order of operations (docs/architecture.md, "Order of operations and guarantees"):
   0. the event must be an SQS event, else ``EventShapeError`` (nothing is acknowledged); a record from
      a queue other than the configured one is handed back unprocessed, never retried into ours;
   1. unwrap and validate the envelope (an invalid one goes to the retry-exhausted queue, never the

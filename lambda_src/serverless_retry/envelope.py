@@ -1,4 +1,4 @@
-"""The retry envelope (DESIGN §4, v1): wrap, unwrap, validate, and the SQS size guard.
+"""The retry envelope (v1; docs/envelope.md): wrap, unwrap, validate, and the SQS size guard.
 
 A retried message carries its history in its body, because a Scheduler SQS target can carry no
 message attributes. Pure: the time is passed in.

@@ -1,4 +1,4 @@
-"""The retry policy: parse and validate it (DESIGN §3), and classify a failure into a Decision.
+"""The retry policy: parse and validate it (docs/retry-policy.md), and classify a failure into a Decision.
 
 Pure: the clock (``now``) and the randomness (``rand``) are arguments, so a decision is reproducible.
 """

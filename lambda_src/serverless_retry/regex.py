@@ -94,7 +94,7 @@ def compile_re2(pattern: object, path: str) -> RE2Pattern:
         raise PolicyError(
             path,
             f"not a valid RE2 regular expression: {_error_text(exc)} "
-            "(RE2 has no backreferences or look-around; see the README's policy reference)",
+            "(RE2 has no backreferences or look-around; see the retry policy reference, docs/retry-policy.md)",
         ) from None
     return RE2Pattern(pattern, compiled)
 

@@ -4,7 +4,7 @@ Every terminal message carries its outcome and reason where ``read_terminal`` fi
 ``final_message``, takes the first form that fits the exhausted queue's maximum message size:
 
 ``envelope``
-    the final envelope (DESIGN §4) as the body: original body and attributes, history, outcome,
+    the final envelope (docs/envelope.md) as the body: original body and attributes, history, outcome,
     reason, last error and traceback; no message attributes. Chosen whenever it fits.
 ``framed``
     the body is a one-line JSON header ``{"serverless_retry": {<summary>}}``, a newline, then the

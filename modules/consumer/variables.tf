@@ -47,7 +47,7 @@ variable "handler" {
 }
 
 variable "retry_policy_json" {
-  description = "The retry policy as JSON (DESIGN section 3), e.g. `file(\"policy.json\")` or `jsonencode({...})`. Checked at plan time by modules/retry-policy (unknown fields, types, ranges, RE2 regexes) and again by the function at cold start; the function receives it re-rendered without null fields. Required with a processor; null with a plain handler (processor = null), which no policy would reach."
+  description = "The retry policy as JSON (reference: docs/retry-policy.md), e.g. `file(\"policy.json\")` or `jsonencode({...})`. Checked at plan time by modules/retry-policy (unknown fields, types, ranges, RE2 regexes) and again by the function at cold start; the function receives it re-rendered without null fields. Required with a processor; null with a plain handler (processor = null), which no policy would reach."
   type        = string
   default     = null
 

@@ -1,4 +1,4 @@
-# The retry policy language (DESIGN section 3), one entry per field: where it may appear, its JSON type
+# The retry policy language (docs/retry-policy.md), one entry per field: where it may appear, its JSON type
 # and its range. serverless_retry.policy (Python) checks the same fields at cold start;
 # tests/terraform/test_policy_parity.py runs one corpus of policies through both and asserts they agree
 # on what is accepted, on the field blamed, and on the policy that results.

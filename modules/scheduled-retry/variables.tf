@@ -31,7 +31,7 @@ variable "handler" {
 
 variable "retry_policy" {
   description = <<-EOT
-    The retry policy (DESIGN section 3) as an HCL object or `jsondecode(file("policy.json"))`: budgets, a
+    The retry policy (reference: docs/retry-policy.md) as an HCL object or `jsondecode(file("policy.json"))`: budgets, a
     default backoff, and rules matched by error class name, HTTP status or RE2 message regex (first match
     wins). Unset (or null) fields take the Python defaults; a rule's backoff inherits every field it
     leaves unset from the policy's. Checked at plan time by modules/retry-policy: an unknown field at any

@@ -21,7 +21,7 @@ variable "sources" {
       destination records with it, so the module attaches sqs:SendMessage on the failure queue to it.
     - topic_arn (optional): the SNS topic that triggers the function; with redrive_to = "topic" a
       retry is re-published there (with the original subject and attributes).
-    - retry_policy (optional): this source's retry policy (DESIGN section 3, checked by
+    - retry_policy (optional): this source's retry policy (docs/retry-policy.md, checked by
       modules/retry-policy: unknown fields are errors); absent or null = the module's retry_policy.
     Taken as `any` so that each source can have a policy of its own shape.
   EOT
@@ -78,7 +78,7 @@ variable "sources" {
 }
 
 variable "retry_policy" {
-  description = "The default retry policy of every source that sets none (DESIGN section 3, checked by modules/retry-policy: unknown fields are errors). The redrive function decides each delay with it; `transport` must be `auto` (delay 0 = invoke now, else a one-time schedule) or `scheduler` (always a schedule). The rules' retry limit of a source is its largest max_attempts (policy or retrying rule) minus 1, and must be at least 1."
+  description = "The default retry policy of every source that sets none (docs/retry-policy.md, checked by modules/retry-policy: unknown fields are errors). The redrive function decides each delay with it; `transport` must be `auto` (delay 0 = invoke now, else a one-time schedule) or `scheduler` (always a schedule). The rules' retry limit of a source is its largest max_attempts (policy or retrying rule) minus 1, and must be at least 1."
   type        = any
   default     = {}
   nullable    = false

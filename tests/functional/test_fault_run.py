@@ -55,11 +55,11 @@ def test_without_the_table_nothing_is_lost_and_duplicates_stay_within_the_bound(
     report = _run("standard", messages=5_000)
     assert report.api_faults / report.api_calls >= 0.30
     assert report.lost == []
-    # Without the table a duplicate copy is a chain of its own (the README states the bound); the
+    # Without the table a duplicate copy is a chain of its own (docs/concepts.md states the bound); the
     # only way to two kinds of final place is such a second chain ending elsewhere (e.g. in the DLQ).
     assert report.second_chains > 0
     assert report.failures() == []
-    # At-least-once without state: a few messages can be in two places (see the README), not more.
+    # At-least-once without state: a few messages can be in two places (see docs/concepts.md), not more.
     assert len(report.two_places) <= report.messages // 500
     assert report.max_chains <= 5**4  # maxReceiveCount ** (max_attempts - 1)
 

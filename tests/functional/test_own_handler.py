@@ -1,4 +1,4 @@
-"""The README's "own handler" form: RetryingConsumer.from_settings(ConsumerSettings.from_env(), fn)."""
+"""The "own handler" form of docs/patterns/scheduled-retry.md: RetryingConsumer.from_settings(ConsumerSettings.from_env(), fn)."""
 
 from __future__ import annotations
 

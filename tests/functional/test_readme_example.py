@@ -1,4 +1,4 @@
-"""The README's "Testing your own processor" example, kept runnable: the README shows this file's
+"""The "Testing your own processor" example of docs/patterns/scheduled-retry.md, kept runnable: the page shows this file's
 ``example`` block verbatim (a test below checks that), so the documented example cannot rot."""
 
 from __future__ import annotations
@@ -55,5 +55,5 @@ def test_readme_shows_this_example_verbatim() -> None:
     source = Path(__file__).read_text()
     example = re.search(r"# --- example ---\n(.*?)# --- end example ---", source, re.S)
     assert example is not None
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert example.group(1).strip() in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "patterns" / "scheduled-retry.md").read_text()
+    assert example.group(1).strip() in page

@@ -1,4 +1,4 @@
-"""The README's fidelity table, row by row: the emulator and runtime refuse or do what AWS does, at the
+"""The fidelity table (docs/local-emulator.md), row by row: the emulator and runtime refuse or do what AWS does, at the
 same step. (Rows for moto gaps the emulator patches are proven in test_moto_patches.py: raw moto
 accepts, the emulator refuses.) A test named in the table that does not exist fails
 ``test_every_fidelity_row_names_a_test``.
@@ -28,7 +28,8 @@ from serverless_retry_tools.local.sqs_events import sqs_event
 from tests.integration.emulator_account import EmulatorAccount
 
 NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1})
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+FIDELITY_PAGE = ROOT / "docs" / "local-emulator.md"
 
 
 class Aws(EmulatorAccount):
@@ -418,8 +419,8 @@ def test_pipe_enrichment_beyond_the_target_batch_or_6_mb_fails(
 
 
 def test_every_fidelity_row_names_a_test() -> None:
-    text = README.read_text()
-    table = text[text.index("### Fidelity") :]
+    text = FIDELITY_PAGE.read_text()
+    table = text[text.index("## Fidelity") :]
     table = table[: table.index("\n\n", table.index("| constraint"))]
     rows = [
         line
@@ -427,7 +428,7 @@ def test_every_fidelity_row_names_a_test() -> None:
         if line.startswith("|") and not line.startswith(("| constraint", "|---"))
     ]
     assert len(rows) >= 20
-    root = README.parent
+    root = ROOT
     for row in rows:
         tests = re.findall(r"`(tests/[\w/]+\.py)::(\w+)", row)
         if "planned" in row.split("|")[3]:

@@ -88,7 +88,7 @@ class Fifo:
 
     def send(self, group: str, order_id: str, behaviour: str, **fields: Any) -> None:
         body = json.dumps({"order_id": order_id, "behaviour": behaviour, **fields})
-        # What the README tells a FIFO producer to send: a group id, no deduplication id.
+        # What modules/scheduled-retry's README tells a FIFO producer to send: a group id, no deduplication id.
         sent = self.sqs.send_message(
             QueueUrl=self.source["queue_url"], MessageBody=body, MessageGroupId=group
         )

@@ -1,5 +1,5 @@
 """Reserved concurrency 0 throttles every invocation, and each caller does what its AWS counterpart
-does with the 429 (README, fidelity table): an SQS event source mapping still receives, retries the
+does with the 429 (docs/local-emulator.md, fidelity table): an SQS event source mapping still receives, retries the
 batch within its visibility timeout, then lets it come back one receive nearer the DLQ; the async
 queue retries without counting attempts until the event is too old; a pipe fails the batch. Past a
 reserved concurrency of 1 or more, a mapping's pollers overpull the same way unless its

@@ -374,7 +374,7 @@ class Report:
         """What breaks the guarantees: any loss, always; with the table (one chain per message, a
         success remembered), any message in two final places or with a second chain. Without the table
         at-least-once delivery can place a message twice (a second chain, or a success whose deletion
-        failed until the DLQ took it): counted and reported, within the README's bound."""
+        failed until the DLQ took it): counted and reported, within the bound docs/concepts.md states."""
         out = []
         if self.lost:
             out.append(f"{len(self.lost)} lost (e.g. {self.lost[:5]})")

@@ -1,5 +1,5 @@
 """examples/scheduled-retry applies to the local emulator (moto server with the project's
-compatibility patches), a second plan is empty, and what was created is what DESIGN §6 says."""
+compatibility patches), a second plan is empty, and what was created is what the modules' READMEs and docs/security.md say."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The example's policy, as Terraform renders it, is the documented one and classifies the example
-processor's errors as the README says. (Every other policy: test_policy_parity.py.)"""
+processor's errors as examples/scheduled-retry/README.md says. (Every other policy: test_policy_parity.py.)"""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from serverless_retry.policy import (
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
-# The policy of DESIGN §3, shared with the benchmarks.
-DESIGN_EXAMPLE: dict[str, Any] = json.loads(
+# The example policy of docs/retry-policy.md, shared with the benchmarks.
+EXAMPLE_POLICY: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parents[1] / "events" / "policy-design.json").read_text()
 )
 
@@ -33,7 +33,7 @@ DESIGN_EXAMPLE: dict[str, Any] = json.loads(
 
 
 def test_design_example_parses_and_rule_backoffs_inherit_the_policy_backoff() -> None:
-    policy = RetryPolicy.from_json(json.dumps(DESIGN_EXAMPLE))
+    policy = RetryPolicy.from_json(json.dumps(EXAMPLE_POLICY))
     assert policy.max_attempts == 5
     assert policy.max_age_seconds == 86400
     assert policy.backoff == Backoff("exponential", 10, 2, 3600, "full")
@@ -55,7 +55,7 @@ def test_empty_object_gives_the_defaults() -> None:
 
 
 def test_to_dict_round_trips() -> None:
-    policy = RetryPolicy.from_dict(DESIGN_EXAMPLE)
+    policy = RetryPolicy.from_dict(EXAMPLE_POLICY)
     assert RetryPolicy.from_dict(policy.to_dict()) == policy
     assert RetryPolicy.from_json(json.dumps(policy.to_dict())) == policy
     with_regex = RetryPolicy(rules=(Rule(message_regex="x+", max_attempts=3),), max_age_seconds=60)

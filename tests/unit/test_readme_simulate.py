@@ -1,6 +1,6 @@
-"""The README's `simulate` examples are what the command prints, and its pictures exist: the
+"""The `simulate` examples of docs/operations.md are what the command prints, and its pictures exist: the
 Operations section shows real output, so a change to the decisions, the cost model or the prices
-must come with a README that says so."""
+must come with docs that say so."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from serverless_retry_tools import cli
 from serverless_retry_tools.timeline import PLOT_NEEDS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+OPERATIONS = ROOT / "docs" / "operations.md"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _examples() -> list[tuple[list[str], str]]:
     """Each ```text block that starts with `$ serverless-retry simulate`: (argv, printed text)."""
     found = []
-    for block in re.findall(r"```text\n(\$ serverless-retry simulate.*?)```", README.read_text(), re.S):
+    for block in re.findall(r"```text\n(\$ serverless-retry simulate.*?)```", OPERATIONS.read_text(), re.S):
         command, _, printed = block.partition("\n")
         while command.endswith("\\"):  # a command continued on the next line
             more, _, printed = printed.partition("\n")
@@ -33,7 +33,7 @@ def _examples() -> list[tuple[list[str], str]]:
 
 def test_the_readme_shows_simulate_examples() -> None:
     assert len(_examples()) >= 2
-    RetryPolicy.from_dict(json.loads((ROOT / "docs/readme-policy.json").read_text()))  # valid
+    RetryPolicy.from_dict(json.loads((ROOT / "docs/example-policy.json").read_text()))  # valid
 
 
 @pytest.mark.parametrize("index", range(2))
@@ -43,7 +43,7 @@ def test_each_readme_example_is_what_simulate_prints(
     pytest.importorskip("matplotlib")
     argv, printed = _examples()[index]
     plot = argv[argv.index("--plot") + 1]
-    assert (ROOT / plot).read_bytes().startswith(PNG_MAGIC), f"{plot}: the README's picture is missing"
+    assert (ROOT / plot).read_bytes().startswith(PNG_MAGIC), f"{plot}: the page's picture is missing"
     monkeypatch.chdir(ROOT)
     argv[argv.index("--plot") + 1] = str(tmp_path / "timeline.png")  # never rewrite the committed one
     assert cli.main(["simulate", *argv]) == 0

@@ -1,4 +1,4 @@
-"""The README's self-healing example, kept runnable: the README shows this file's ``example`` block
+"""The self-healing example of docs/patterns/self-healing.md, kept runnable: the page shows this file's ``example`` block
 verbatim (a test below checks that), so the documented example cannot rot."""
 
 from __future__ import annotations
@@ -44,5 +44,5 @@ def test_the_readme_shows_this_example_verbatim() -> None:
     source = Path(__file__).read_text()
     example = re.search(r"# --- example ---\n(.*?)\n\n# --- end example ---\n", source, re.DOTALL)
     assert example is not None
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert example.group(1) in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "patterns" / "self-healing.md").read_text()
+    assert example.group(1) in page

@@ -14,6 +14,7 @@ from serverless_retry.redrive_options import OptionsError
 
 from serverless_retry_tools.commands import inspect_queue, redrive, simulate
 from serverless_retry_tools.commands.args import UsageError
+from serverless_retry_tools.help_text import plain_parser
 from serverless_retry_tools.policy_input import PolicyFileError
 
 EPILOG = """\
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         register(sub)
-    return parser
+    return plain_parser(parser)  # docstrings serve as descriptions: no rST markup on a terminal
 
 
 def _flag(option: str) -> str:

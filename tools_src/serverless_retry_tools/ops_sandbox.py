@@ -21,6 +21,8 @@ from serverless_retry import AwsClients, HttpError, Message, QueueTargets, Retry
 from serverless_retry.clock import SystemClock
 from serverless_retry.testing import lambda_context
 
+from serverless_retry_tools.help_text import plain
+
 __all__ = ["Sandbox", "main", "seed"]
 
 # Every first failure is final (max_attempts 1), so the exhausted queue fills without waiting.
@@ -128,7 +130,9 @@ def seed(sqs: Any, *, prefix: str = "shop", dead_letters: int = 3) -> Sandbox:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serverless_retry_tools.ops_sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m serverless_retry_tools.ops_sandbox", description=plain(__doc__)
+    )
     parser.add_argument("--prefix", default="shop", help="queue name prefix (default shop)")
     args = parser.parse_args(argv)
     endpoint = os.environ.get("AWS_ENDPOINT_URL", "")

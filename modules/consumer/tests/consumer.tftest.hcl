@@ -213,7 +213,7 @@ run "role_is_exactly_design_section_6" {
       "WriteOwnLogs | logs:CreateLogStream,logs:PutLogEvents | arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders:log-stream:*",
       "RetryClaims | dynamodb:UpdateItem | arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims",
     ])
-    error_message = "The consumer role's statements differ from DESIGN section 6."
+    error_message = "The consumer role's statements differ from the least-privilege set its README lists."
   }
 
   assert {

@@ -151,7 +151,7 @@ run "composition_wiring" {
       output.schedule_group_name == "orders-retries",
       output.scheduler_role_arn == "arn:aws:iam::123456789012:role/orders-retries-scheduler",
     ])
-    error_message = "Outputs are named per DESIGN section 6."
+    error_message = "Outputs are named for the resource they come from (queue_url, dlq_arn, scheduler_role_arn, ...)."
   }
 }
 

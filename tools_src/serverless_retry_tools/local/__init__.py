@@ -1,4 +1,4 @@
-"""The embedded local runtime: the project on a laptop, with no AWS account (DESIGN §7).
+"""The embedded local runtime: the project on a laptop, with no AWS account (docs/local-emulator.md).
 
 - :mod:`~serverless_retry_tools.local.emulator`: moto in server mode in a child process on 127.0.0.1
   (``with Emulator(clock_scale=k) as emu: emu.url, emu.clock, emu.env(), emu.client_kwargs()``), with

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
+from serverless_retry_tools.help_text import plain
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, LogicalClock, install_logical_sqs
 from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
 
@@ -61,7 +62,7 @@ def _own_routes(app: WsgiApp, clock: LogicalClock) -> WsgiApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=plain(__doc__))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument(

@@ -1,0 +1,74 @@
+"""docs/architecture.md's floors of serverless_retry, checked: each module imports only from its own
+floor or the floors below, and the core imports no AWS SDK and no Powertools, so every decision is
+tested without AWS. A new module must be placed on a floor here and on the page."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lambda_src" / "serverless_retry"
+CORE, EDGE, ORCHESTRATION, ENTRY = 1, 2, 3, 4
+FLOORS = {
+    **dict.fromkeys(
+        [
+            "errors", "clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message",
+            "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
+            "selfheal.records", "selfheal.rules", "selfheal.decorator",
+            "selfheal.config",
+        ],
+        CORE,
+    ),
+    **dict.fromkeys(["aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function"], EDGE),
+    **dict.fromkeys(
+        [
+            "consumer", "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
+            "selfheal.reinvoke",
+        ],
+        ORCHESTRATION,
+    ),
+    **dict.fromkeys(
+        ["handlers.consumer", "handlers.enrichment", "handlers.redrive", "handlers.redrive_queue"], ENTRY
+    ),
+}  # fmt: skip
+# The public API and the helpers for users' own tests may import from any floor.
+OUTSIDE_FLOORS = {"__init__", "selfheal.__init__", "handlers.__init__", "testing"}
+AWS_LIBRARIES = ("boto3", "botocore", "aws_lambda_powertools")
+
+
+def _modules() -> list[str]:
+    return sorted(".".join(path.relative_to(PACKAGE).with_suffix("").parts) for path in PACKAGE.rglob("*.py"))
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse((PACKAGE / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_every_module_is_on_a_floor() -> None:
+    unplaced = [m for m in _modules() if m not in FLOORS and m not in OUTSIDE_FLOORS]
+    assert not unplaced, f"place these on a floor (here and in docs/architecture.md): {unplaced}"
+    gone = [m for m in FLOORS if m not in _modules()]
+    assert not gone, f"modules that no longer exist: {gone}"
+
+
+@pytest.mark.parametrize("module", sorted(FLOORS))
+def test_a_module_imports_only_its_floor_and_below(module: str) -> None:
+    floor = FLOORS[module]
+    for name in _imports(module):
+        if name.startswith("serverless_retry."):
+            target = name.removeprefix("serverless_retry.")
+            target_floor = FLOORS.get(target, FLOORS.get(target + ".__init__", CORE))
+            if target in ("selfheal", "handlers"):
+                target_floor = ENTRY  # the packages' __init__ re-export from every floor
+            assert target_floor <= floor, f"{module} (floor {floor}) imports {target} (floor {target_floor})"
+        if floor == CORE:
+            assert not name.startswith(AWS_LIBRARIES), f"{module} is core but imports {name}"
