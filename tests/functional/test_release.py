@@ -23,6 +23,7 @@ import serverless_retry
 from packaging.requirements import Requirement
 
 from tests.support.scripts import load_script
+from tests.support.wheels import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = serverless_retry.__version__
@@ -204,3 +205,17 @@ def test_the_tools_wheel_installs_and_runs_in_a_clean_virtualenv(dist: Path, tmp
     # Without the [local] extra the emulator's commands are simply absent, not broken.
     result = _run([command, "simulate", "--help"])
     assert result.returncode == 0, result.stderr
+    # `package` works from the installed distributions alone (pip comes as the tools' dependency): the
+    # layer carries the installed library's files, with stand-ins for its dependencies (offline).
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, "aws-lambda-powertools", "3.0.0", [], {"aws_lambda_powertools/__init__.py": ""})
+    make_wheel(wheels, "google-re2", "1.1.20250722", [], {"re2/__init__.py": ""})
+    layer = tmp_path / "layer.zip"
+    result = _run([command, "package", "layer", "--no-index", "--find-links", str(wheels), "-o", str(layer)])
+    assert result.returncode == 0, result.stderr
+    with zipfile.ZipFile(layer) as lz, zipfile.ZipFile(_wheel(dist, "serverless_retry")) as wz:
+        library = sorted(n for n in wz.namelist() if n.startswith("serverless_retry/"))
+        assert (
+            sorted(n.removeprefix("python/") for n in lz.namelist() if "/serverless_retry/" in n) == library
+        )
+        assert "python/re2/__init__.py" in lz.namelist()
