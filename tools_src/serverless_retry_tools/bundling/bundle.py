@@ -220,9 +220,12 @@ def build_function(
             lines, named = split_requirements(requirements)
             with_library = with_library or named
             if named:  # the filtered copy, beside the original for its relative paths
-                fd, name = tempfile.mkstemp(
-                    prefix=".serverless-retry-", suffix=".txt", dir=requirements.parent
-                )
+                try:
+                    fd, name = tempfile.mkstemp(
+                        prefix=".serverless-retry-", suffix=".txt", dir=requirements.parent
+                    )
+                except OSError:  # a read-only directory: relative -r/-c lines may then not resolve
+                    fd, name = tempfile.mkstemp(suffix=".txt", dir=work)
                 with os.fdopen(fd, "w") as handle:
                     handle.write("\n".join(lines) + "\n")
                 filtered = Path(name)
