@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gzip
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,16 +74,39 @@ def source_date_epoch() -> str:
     return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else "315532800"
 
 
+def normalize_sdist(path: Path, epoch: int) -> None:
+    """Rewrite an sdist so that two builds of one commit are byte-identical: setuptools stamps its
+    members with the build's clock and the files' own times. Members sorted, times ``epoch``, owners
+    root, modes 644/755, and a gzip header without a time."""
+    with tarfile.open(path, "r:gz") as tar:
+        members = []
+        for member in tar.getmembers():
+            handle = tar.extractfile(member) if member.isfile() else None
+            members.append((member, handle.read() if handle is not None else None))
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as out:
+        for member, data in sorted(members, key=lambda m: m[0].name):
+            member.mtime, member.uid, member.gid, member.uname, member.gname = epoch, 0, 0, "", ""
+            member.mode = 0o755 if member.isdir() else 0o644
+            member.pax_headers = {}
+            out.addfile(member, io.BytesIO(data) if data is not None else None)
+    with path.open("wb") as handle, gzip.GzipFile(fileobj=handle, mode="wb", mtime=0, filename="") as gz:
+        gz.write(raw.getvalue())
+
+
 def build_distribution(tree: Path, dist: Path) -> list[Path]:
     before = set(dist.glob("*"))
-    env = {**os.environ, "SOURCE_DATE_EPOCH": source_date_epoch()}
+    epoch = source_date_epoch()
     subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(tree)],
         check=True,
-        env=env,
+        env={**os.environ, "SOURCE_DATE_EPOCH": epoch},  # the wheel's timestamps
         stdout=subprocess.DEVNULL,
     )
-    return sorted(set(dist.glob("*")) - before)
+    built = sorted(set(dist.glob("*")) - before)
+    for sdist in (p for p in built if p.name.endswith(".tar.gz")):
+        normalize_sdist(sdist, int(epoch))
+    return built
 
 
 def write_sums(dist: Path, files: list[Path]) -> Path:

@@ -76,6 +76,17 @@ def test_every_artifact_is_there_with_its_checksum(dist: Path) -> None:
         assert "python/serverless_retry/__init__.py" in layer.namelist()
 
 
+def test_two_builds_of_one_commit_are_byte_identical(
+    release: ModuleType, dist: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """So anyone can rebuild a release from its tag and compare it with SHA256SUMS."""
+    again = tmp_path_factory.mktemp("again")
+    for path in (ROOT / "lambda_src" / "serverless_retry").glob("*.py"):
+        os.utime(path)  # checkout times must not reach the sdists
+    release.release(again, tmp_path_factory.mktemp("work-again"))
+    assert (again / "SHA256SUMS").read_text() == (dist / "SHA256SUMS").read_text()
+
+
 def test_twine_check_passes_on_each_distribution(dist: Path) -> None:
     files = sorted(str(p) for p in dist.iterdir() if p.name.endswith((".whl", ".tar.gz")))
     result = subprocess.run(
