@@ -4,7 +4,9 @@ directory of hand-made wheels (offline), and once from the real package index fo
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -71,9 +73,14 @@ def test_a_plain_function_zip_carries_its_code_and_requirements_only_and_reprodu
     common = ["-r", str(tmp_path / "requirements.txt"), "--no-index", "--find-links", str(wheels)]
     one, two = tmp_path / "out" / "one.zip", tmp_path / "out" / "two.zip"
     code, out, err = _package(capsys, "function", str(source), *common, "--arch", "arm64", "-o", str(one))
+    two.parent.mkdir(exist_ok=True)
     assert code == 0, err
     os.utime(source / "app.py", (0, 0))  # modification times must not reach the zip
-    code, _, err = _package(capsys, "function", str(source), *common, "--arch", "arm64", "-o", str(two))
+    shutil.copy(one, source / "previous.zip")  # nor a previous build written into the source
+    common += ["--arch", "arm64"]
+    code, _, err = _package(capsys, "function", str(source), *common, "-o", str(source / "previous.zip"))
+    assert code == 0, err
+    shutil.move(source / "previous.zip", two)
     assert code == 0, err
     assert hashlib.sha256(one.read_bytes()).digest() == hashlib.sha256(two.read_bytes()).digest()
     names = _names(one)
@@ -164,6 +171,15 @@ def test_a_layer_holds_serverless_retry_and_its_dependencies_under_python(
         "serverless_retry", "re2",
     }  # fmt: skip
     assert "- aws-lambda-powertools  left out" in text
+    code, text, err = _package(capsys, *common, "--without-powertools", "--json")
+    assert code == 0, err
+    report = json.loads(text)
+    assert report["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert report["targets"] == ["python3.13 x86_64"]
+    assert [p["name"] for p in report["contents"]] == [f"serverless-retry {VERSION}", "google-re2"]
+    assert report["contents"][1]["versions"] == ["1.1.20250722"]
+    assert report["left_out"] == [{"name": "aws-lambda-powertools", "versions": [], "files": 0, "bytes": 0}]
+    assert report["bytes"] == out.stat().st_size
 
 
 def test_code_importing_serverless_retry_without_it_gets_a_warning(

@@ -249,7 +249,8 @@ def build_function(
         finally:
             if filtered is not None:
                 filtered.unlink(missing_ok=True)
-        code = iter_files(source, skip_hidden=True)
+        # Not a previous build of this zip, written inside the source directory.
+        code = [(arc, p) for arc, p in iter_files(source, skip_hidden=True) if p.resolve() != out.resolve()]
         add_entries(entries, code, f"your code ({source})")
         result.parts.append(_own(f"your code ({source})", code))
         if with_library:
