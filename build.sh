@@ -4,6 +4,8 @@
 #   ./build.sh test      lint, types and the whole test suite
 #   ./build.sh demo      the scheduled-retry flow on the embedded local AWS emulator
 #   ./build.sh bench     benchmarks (ratios against a baseline measured in the same run)
+#   ./build.sh release   dist/: sdists and wheels of serverless-retry and serverless-retry-tools, the
+#                        function zip, the layer zip and SHA256SUMS (scripts/release.py)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$ROOT"
@@ -196,10 +198,17 @@ cmd_bench() {
   done
 }
 
+cmd_release() {
+  ensure_venv
+  log "building the release into dist/"
+  "$VENV/bin/python" scripts/release.py "$@"
+}
+
 case "${1:-}" in
   package) shift; cmd_package "$@" ;;
   test) shift; cmd_test "$@" ;;
   demo) shift; cmd_demo "$@" ;;
   bench) shift; cmd_bench "$@" ;;
-  *) echo "usage: $0 {package|test|demo|bench} [args]" >&2; exit 2 ;;
+  release) shift; cmd_release "$@" ;;
+  *) echo "usage: $0 {package|test|demo|bench|release} [args]" >&2; exit 2 ;;
 esac

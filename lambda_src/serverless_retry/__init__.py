@@ -61,4 +61,4 @@ __all__ = [
     "read_retry_state",
     "self_healing",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from serverless_retry_tools.bundling import installs, zips
+from serverless_retry_tools.bundling.targets import Target, platform_tags
 
 from tests.support.scripts import load_script
 
@@ -165,32 +167,30 @@ def test_the_zips_re2_imports_and_matches_in_linear_time_on_each_python(
 
 
 def test_conflicting_files_between_installs_stop_the_build(tmp_path: Path) -> None:
-    builder = _builder()
     one, two = tmp_path / "one", tmp_path / "two"
     for base, text in ((one, "a = 1\n"), (two, "a = 2\n")):
         (base / "pkg").mkdir(parents=True)
         (base / "pkg" / "__init__.py").write_text("")
         (base / "pkg" / "mod.py").write_text(text)
-    with pytest.raises(SystemExit, match=r"conflicting zip entry pkg/mod.py: one and two"):
-        builder.merge_installs({"one": one, "two": two})
+    with pytest.raises(zips.BundleError, match=r"conflicting zip entry pkg/mod.py: one and two"):
+        zips.merge_installs({"one": zips.iter_files(one), "two": zips.iter_files(two)})
     (two / "pkg" / "mod.py").write_text("a = 1\n")
     (two / "pkg" / "_ext.cpython-312-aarch64-linux-gnu.so").write_bytes(b"\x7fELF")
-    merged = builder.merge_installs({"one": one, "two": two})
+    merged = zips.merge_installs({"one": zips.iter_files(one), "two": zips.iter_files(two)})
     assert sorted(merged) == ["pkg/__init__.py", "pkg/_ext.cpython-312-aarch64-linux-gnu.so", "pkg/mod.py"]
 
 
 def test_wheel_metadata_merges_only_its_tag_lines() -> None:
-    builder = _builder()
     a = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp312-cp312-x\n\n"
     b = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp313-cp313-y\n\n"
-    merged = builder.merge_wheel_metadata("d.dist-info/WHEEL", a, b)
+    merged = zips.merge_wheel_metadata("d.dist-info/WHEEL", a, b)
     assert merged == b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp312-cp312-x\nTag: cp313-cp313-y\n"
-    with pytest.raises(SystemExit, match="beyond their Tag lines"):
-        builder.merge_wheel_metadata("d.dist-info/WHEEL", a, b.replace(b"false", b"true"))
+    with pytest.raises(zips.BundleError, match="beyond their Tag lines"):
+        zips.merge_wheel_metadata("d.dist-info/WHEEL", a, b.replace(b"false", b"true"))
 
 
 def test_platform_tags_cover_every_manylinux_the_os_loads() -> None:
-    tags = _builder().platform_tags("x86_64", 26)
+    tags = platform_tags("x86_64", 26)
     assert tags[0] == "manylinux_2_26_x86_64"
     assert "manylinux_2_24_x86_64" in tags
     assert "manylinux_2_27_x86_64" not in tags  # python3.11's Amazon Linux 2 has glibc 2.26
@@ -200,7 +200,6 @@ def test_platform_tags_cover_every_manylinux_the_os_loads() -> None:
 def test_builds_writing_one_zip_at_once_each_leave_a_whole_zip(tmp_path: Path) -> None:
     """Two ./build.sh runs in one checkout write the same dist/*.zip: each renames a temporary file of
     its own over it (a shared temporary name lost one build's rename, or mixed the two)."""
-    builder = _builder()
     out = tmp_path / "serverless-retry.zip"
     payloads = [{f"m{n}/{i}.py": os.urandom(64 * 1024) for i in range(24)} for n in range(6)]
     barrier = threading.Barrier(len(payloads))
@@ -208,7 +207,7 @@ def test_builds_writing_one_zip_at_once_each_leave_a_whole_zip(tmp_path: Path) -
     def write(entries: dict[str, bytes]) -> None:
         for _ in range(3):
             barrier.wait(timeout=30)
-            builder.write_zip(entries, out)
+            zips.write_zip(entries, out)
 
     with ThreadPoolExecutor(len(payloads)) as pool:
         for future in [pool.submit(write, entries) for entries in payloads]:
@@ -240,16 +239,15 @@ def test_builds_installing_one_runtime_at_once_share_a_whole_install(
 ) -> None:
     """Each build installs into a directory of its own and renames it into place: with one target
     directory, a second build's rmtree ran under the first one's pip."""
-    builder = _builder()
     requirements = tmp_path / "runtime.txt"
     requirements.write_text("pkg==1\n")
     calls: list[str] = []
-    monkeypatch.setattr(builder.subprocess, "run", _fake_pip(calls))
+    monkeypatch.setattr(installs.subprocess, "run", _fake_pip(calls))
     barrier = threading.Barrier(4)
 
     def install() -> Path:
         barrier.wait(timeout=30)
-        return Path(builder.install_runtime_deps(requirements, tmp_path / "cache", "3.12", "x86_64"))
+        return Path(installs.install_pinned(requirements, tmp_path / "cache", Target("3.12", "x86_64")))
 
     with ThreadPoolExecutor(4) as pool:
         targets = {f.result(timeout=60) for f in [pool.submit(install) for _ in range(4)]}
@@ -259,18 +257,30 @@ def test_builds_installing_one_runtime_at_once_share_a_whole_install(
     assert [p.name for p in target.parent.iterdir()] == [target.name]  # no staging directory left
     # Once complete, a later build installs nothing.
     before = len(calls)
-    assert builder.install_runtime_deps(requirements, tmp_path / "cache", "3.12", "x86_64") == target
+    assert installs.install_pinned(requirements, tmp_path / "cache", Target("3.12", "x86_64")) == target
     assert len(calls) == before
 
 
 def test_a_failed_install_leaves_nothing_a_later_build_would_trust(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builder = _builder()
     requirements = tmp_path / "runtime.txt"
     requirements.write_text("pkg==1\n")
-    monkeypatch.setattr(builder.subprocess, "run", _fake_pip([], fail=True))
+    monkeypatch.setattr(installs.subprocess, "run", _fake_pip([], fail=True))
     with pytest.raises(subprocess.CalledProcessError):
-        builder.install_runtime_deps(requirements, tmp_path / "cache", "3.11", "aarch64")
+        installs.install_pinned(requirements, tmp_path / "cache", Target("3.11", "aarch64"))
     (deps,) = (tmp_path / "cache").iterdir()
     assert list(deps.iterdir()) == []
+
+
+def test_the_layer_zip_holds_the_function_zips_files_under_python(
+    two_builds: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The release's layer: the same library and pinned dependencies, where a Python runtime finds a
+    layer's packages (/opt/python)."""
+    layer = tmp_path / "layer.zip"
+    _builder().build(layer, [], layer=True)
+    with zipfile.ZipFile(layer) as lz, zipfile.ZipFile(two_builds[0]) as fz:
+        assert all(name.startswith("python/") for name in lz.namelist())
+        assert [n.removeprefix("python/") for n in lz.namelist()] == fz.namelist()
+        assert lz.read("python/serverless_retry/__init__.py") == fz.read("serverless_retry/__init__.py")

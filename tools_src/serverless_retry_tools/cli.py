@@ -9,10 +9,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from serverless_retry import __version__
 from serverless_retry.errors import PolicyError
 from serverless_retry.redrive_options import OptionsError
 
-from serverless_retry_tools.commands import inspect_queue, redrive, simulate
+from serverless_retry_tools.commands import inspect_queue, package, redrive, simulate
 from serverless_retry_tools.commands.args import UsageError
 from serverless_retry_tools.help_text import plain_parser
 from serverless_retry_tools.policy_input import PolicyFileError
@@ -38,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (simulate, inspect_queue, redrive):
+    for command in (simulate, inspect_queue, redrive, package):
         command.register(sub)
     try:
         from serverless_retry_tools.local.cli import register
