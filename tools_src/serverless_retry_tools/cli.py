@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from serverless_retry.errors import PolicyError
-from serverless_retry.redrive_options import OptionsError
+from serverless_retry.redrive_options import OPTION_KEYS, OptionsError
 
 from serverless_retry_tools.commands import inspect_queue, redrive, simulate
 from serverless_retry_tools.commands.args import UsageError
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (simulate, inspect_queue, redrive):
         command.register(sub)
@@ -51,6 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _flag(option: str) -> str:
     return "--" + option.replace("_", "-") if option != "event" else option
+
+
+# A redrive option's problem names other options by their event keys (the operator's Lambda takes
+# the same options as JSON); on the command line they are flags.
+_OPTION_WORD = re.compile(
+    r"(?<![\w-])(" + "|".join(sorted(OPTION_KEYS, key=len, reverse=True)) + r")(?![\w-])"
+)
+
+
+def _flags_in(problem: str) -> str:
+    return _OPTION_WORD.sub(lambda m: _flag(m.group(1)), problem)
+
+
+def _version() -> str:
+    try:
+        return version("serverless-retry")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _aws_error(exc: BaseException) -> str:
@@ -69,7 +90,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except PolicyError as exc:
         print(f"error: {exc}", file=sys.stderr)
     except OptionsError as exc:
-        print(f"error: {_flag(exc.option)}: {exc.problem}", file=sys.stderr)
+        print(f"error: {_flag(exc.option)}: {_flags_in(exc.problem)}", file=sys.stderr)
     except (UsageError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except (ClientError, BotoCoreError) as exc:
