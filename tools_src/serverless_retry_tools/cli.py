@@ -1,5 +1,7 @@
-"""The ``serverless-retry`` command: simulate a policy, inspect and redrive the retry-exhausted queue or
-a DLQ, and (with the ``local`` extra) run the local emulator and the demo. One module per subcommand,
+"""The ``serverless-retry`` command: simulate a policy (or native retry, or a failure rate against AWS's
+quotas), inspect a queue's backlog, inspect, redrive or discard the retry-exhausted queue or a DLQ,
+list, cancel or run the retries waiting in the Scheduler, follow or cancel SQS's move tasks, and (with
+the ``local`` extra) run the local emulator and the demo. One module per subcommand,
 under :mod:`serverless_retry_tools.commands` and :mod:`serverless_retry_tools.local.cli`."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from serverless_retry.errors import PolicyError
 from serverless_retry.redrive_options import OPTION_KEYS, OptionsError
 
-from serverless_retry_tools.commands import inspect_queue, redrive, simulate
+from serverless_retry_tools.commands import discard, inspect_queue, move_tasks, redrive, retries, simulate
 from serverless_retry_tools.commands.args import UsageError
 from serverless_retry_tools.policy_input import PolicyFileError
 
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (simulate, inspect_queue, redrive):
+    for command in (simulate, inspect_queue, redrive, discard, retries, move_tasks):
         command.register(sub)
     try:
         from serverless_retry_tools.local.cli import register

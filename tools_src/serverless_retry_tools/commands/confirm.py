@@ -20,15 +20,23 @@ def add_yes_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def confirm(
-    args: argparse.Namespace, question: str, *, stdin: TextIO | None = None, stderr: TextIO | None = None
+    args: argparse.Namespace,
+    question: str,
+    *,
+    change: str = "this changes queues",
+    stdin: TextIO | None = None,
+    stderr: TextIO | None = None,
 ) -> bool:
-    """True to go on. ``--yes``: always; on a terminal: the answer to ``question``; else a usage error."""
+    """True to go on. ``--yes``: always; on a terminal: the answer to ``question``; else a usage error
+    saying what would change (``change``) and how to go on."""
     if getattr(args, "yes", False):
         return True
     stdin = stdin or sys.stdin
     stderr = stderr or sys.stderr
     if not stdin.isatty():
-        raise UsageError(f"{question.rstrip('?')}: give --yes to confirm (stdin is not a terminal to ask on)")
+        raise UsageError(
+            f"{change}: give --yes to go ahead (stdin is not a terminal to ask on); nothing was changed"
+        )
     stderr.write(f"{question} [y/N] ")
     stderr.flush()
     answer = stdin.readline().strip().lower()
