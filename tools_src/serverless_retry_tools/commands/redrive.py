@@ -91,8 +91,8 @@ def _options(args: argparse.Namespace) -> RedriveOptions:
 
 def _form(message: ExhaustedMessage, options: RedriveOptions) -> str:
     """How a message would go back (what outgoing_message() does with it)."""
-    if options.to_function:
-        return "re-invoked"
+    if options.to_function:  # the event as it first arrived, its retry state continued or fresh
+        return "fresh budget" if options.reset_attempts else "history kept"
     if message.kind == "plain" or (message.kind == "retry-envelope" and not options.reset_attempts):
         return "verbatim"
     if options.reset_attempts or message.kind == "compact":
