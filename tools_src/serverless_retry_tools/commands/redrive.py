@@ -289,8 +289,11 @@ def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
     ):
         return 1
     handle = start_native(sqs, check, rate=options.rate)
-    print(f"started StartMessageMoveTask {handle} to {where} at {speed} (Ctrl-C cancels it)", file=sys.stderr)
-    try:
+    try:  # from the moment the task exists: an interrupt cancels it
+        print(
+            f"started StartMessageMoveTask {handle} to {where} at {speed} (Ctrl-C cancels it)",
+            file=sys.stderr,
+        )
         with Progress("move task", check.approximate_messages) as progress:
 
             def on_progress(task: dict[str, Any]) -> None:
