@@ -160,7 +160,7 @@ def test_an_aws_error_is_one_line(live: World, capsys: pytest.CaptureFixture[str
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", ["inspect", "redrive"])
+@pytest.mark.parametrize("command", ["inspect", "redrive", "discard", "retries", "move-tasks"])
 def test_help_has_examples_and_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main([command, "--help"])

@@ -180,3 +180,35 @@ def test_ctrl_c_cancels_the_move_task_redrive_native_started(emulator: Emulator)
     assert task["Status"] in ("CANCELLING", "CANCELLED")
     time.sleep(0.5)
     assert _visible(sqs, dlq) > 0
+
+
+def test_a_move_task_followed_to_its_end(emulator: Emulator) -> None:
+    sqs = boto3.client("sqs", **emulator.client_kwargs())
+    source, dlq = _dead_letters(sqs, "followed", 100)
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=1)  # 5 real seconds at x20
+    followed = _cli(emulator, "move-tasks", "--queue-url", dlq, "--follow", "--wait", "60s")
+    assert followed.returncode == 0, followed.stderr
+    assert "COMPLETED" in followed.stdout
+    assert "100/100" in followed.stdout
+    assert (_visible(sqs, dlq), _visible(sqs, source)) == (0, 100)
+
+
+def test_filters_that_apply_to_a_native_dlq(emulator: Emulator) -> None:
+    """On a DLQ SQS's redrive policy fills, --source (DeadLetterQueueSourceArn) and the ages select;
+    --outcome selects only "unknown" (no outcome was recorded), as the help says."""
+    sqs = boto3.client("sqs", **emulator.client_kwargs())
+    _dead_letters(sqs, "billing", 2)
+    _source, dlq = _dead_letters(sqs, "shipping", 3)
+
+    def selected(*filters: str) -> int:
+        result = _cli(emulator, "inspect", "--queue-url", dlq, "--json", *filters)
+        assert result.returncode == 0, result.stderr
+        return int(json.loads(result.stdout)["scanned"])
+
+    assert selected("--source", "shipping") == 3
+    assert selected("--source", "billing") == 0
+    assert selected("--outcome", "exhausted") == 0
+    assert selected("--outcome", "unknown") == 3
+    assert selected("--newer-than", "1d") == 3
+    assert selected("--older-than", "1d") == 0
