@@ -259,3 +259,21 @@ def test_every_command_answers_json(live: World, capsys: pytest.CaptureFixture[s
     filled = [a.replace("{exhausted}", live.exhausted).replace("{source}", live.source) for a in argv]
     assert _code(filled) == 0, capsys.readouterr().err
     json.loads(capsys.readouterr().out)
+
+
+def test_run_now_leaves_a_schedule_it_cannot_deliver(live: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """A universal target (the self-healing redrive publishing to SNS): not sent by hand, not deleted."""
+    scheduler = boto3.client("scheduler", region_name=REGION)
+    scheduler.create_schedule(
+        Name="sh-publish",
+        ScheduleExpression="at(2099-01-01T00:00:00)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={
+            "Arn": "arn:aws:scheduler:::aws-sdk:sns:publish",
+            "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/scheduler",
+            "Input": "{}",
+        },
+    )
+    assert _code(["retries", "--group", "default", "--run-now", "sh-publish", "--yes"]) == 1
+    assert "neither an SQS queue nor a Lambda function" in capsys.readouterr().err
+    assert [s["Name"] for s in scheduler.list_schedules(GroupName="default")["Schedules"]] == ["sh-publish"]

@@ -27,7 +27,8 @@ examples:
 
 SQS keeps the most recent move tasks of a queue (ListMessageMoveTasks, up to 10), newest first; only
 a RUNNING task can be cancelled, and what it moved stays moved. --cancel asks first on a terminal and
-needs --yes from a script.
+needs --yes from a script. Ctrl-C while following stops watching and leaves the task running (it was
+started elsewhere); Ctrl-C in redrive --native, which started its task, cancels it.
 exit status: 0 ok; 1 the followed task failed, or nothing was cancelled; 2 usage error.
 """
 
@@ -77,14 +78,22 @@ def cmd_move_tasks(args: argparse.Namespace) -> int:
             def on_progress(task: dict[str, Any]) -> None:
                 progress.update(int(task.get("ApproximateNumberOfMessagesMoved", 0)), str(task.get("Status")))
 
-            last = wait_native(
-                sqs,
-                arn,
-                str(running["TaskHandle"]),
-                timeout=args.wait,
-                on_progress=on_progress,
-                sleep=time.sleep,
-            )
+            try:
+                last = wait_native(
+                    sqs,
+                    arn,
+                    str(running["TaskHandle"]),
+                    timeout=args.wait,
+                    on_progress=on_progress,
+                    sleep=time.sleep,
+                )
+            except KeyboardInterrupt:  # a watcher: the task was started elsewhere and goes on
+                print(
+                    f"stopped following; the task goes on in SQS (serverless-retry move-tasks --queue-url "
+                    f"{args.queue_url} --cancel stops it)",
+                    file=sys.stderr,
+                )
+                return 130
         tasks = _tasks(sqs, arn)
         if last.get("Status") not in ("COMPLETED", "RUNNING"):
             print(

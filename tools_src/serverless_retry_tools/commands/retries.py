@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from serverless_retry.envelope import ENVELOPE_KEY
 
-from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, int_range
+from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, scheduler_client, sqs_client
 from serverless_retry_tools.commands.confirm import add_yes_argument, confirm
 from serverless_retry_tools.commands.inspect_queue import _short
@@ -135,9 +135,7 @@ def _run_now(args: argparse.Namespace, schedule: dict[str, Any]) -> str:
         if response.get("StatusCode") != 202:
             raise RuntimeError(f"asynchronous Invoke answered {response.get('StatusCode')}, not 202")
         return f"invoked {arn}"
-    raise UsageError(
-        f"--run-now: the target {arn} is neither an SQS queue nor a Lambda function; run it by hand"
-    )
+    raise RuntimeError(f"its target {arn} is neither an SQS queue nor a Lambda function: left as it is")
 
 
 def _act(args: argparse.Namespace, scheduler: Any) -> int:
