@@ -23,17 +23,19 @@ __all__ = ["FILTER_HELP", "OUTCOMES", "add_filter_arguments", "filter_options", 
 OUTCOMES = (*get_args(Outcome), "unknown")
 
 FILTER_HELP = (
-    "filters (all given must hold; on a native DLQ --outcome and --error-type select nothing but "
-    "--outcome unknown: --source and the ages apply)"
+    "All given must hold. On a DLQ that SQS's redrive policy fills (native retry) no outcome or error "
+    "was recorded: --outcome and --error-type select nothing there but --outcome unknown; --source "
+    "(the queue each message came from) and the ages apply."
 )
 
 
 def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(FILTER_HELP)
+    group = parser.add_argument_group("filters", FILTER_HELP)
     group.add_argument(
         "--outcome",
         action="append",
         choices=OUTCOMES,
+        metavar="OUTCOME",
         help=f"only this outcome (repeatable): {', '.join(OUTCOMES)}",
     )
     group.add_argument("--error-type", action="append", help="only this last error type (repeatable)")
