@@ -308,3 +308,18 @@ def test_redrive_and_enrichment_write_emf_metrics(stack: Stack, capsys: pytest.C
     assert ("FailureRecords", None, 10.0) in found
     assert ("InvalidFailureRecord", None, 5.0) in found
     assert all(line["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ServerlessRetry" for line in lines)
+
+
+def test_the_redriven_log_line_names_the_route_taken(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It once read "retry 2 in 120 s via sqs-delay" for a retry that went by schedule (or invoke)."""
+    redriver = Redriver(redrive_settings(stack), clients=stack.clients(), clock=stack.clock)
+    redriver(event_of("destination-sns-retries-exhausted.json"))
+    redriver(event_of("destination-direct-timeout.json"))
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    redriven = [r for r in records if r.get("message") == "event redriven"]
+    assert [(r["action"], r["reason"].split(" (")[0]) for r in redriven] == [
+        ("schedule", "retry 2 in 120 s via schedule"),
+        ("invoke", "retry 2 in 0 s via invoke"),
+    ]
