@@ -61,8 +61,10 @@ def plot_timeline(
     max_attempts: int | None = None,
     max_age_seconds: float | None = None,
     title: str = "retry timeline",
+    budget_label: str = "max_attempts",
 ) -> Path:
-    """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path."""
+    """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path. ``budget_label`` names the
+    attempt budget's line (native retry's is maxReceiveCount)."""
     if not rows:
         raise ValueError("no attempts to draw")
     if not plot_available():
@@ -108,7 +110,7 @@ def plot_timeline(
                 color="#555555",
                 linestyle="--",
                 linewidth=1,
-                label=f"max_attempts {max_attempts}",
+                label=f"{budget_label} {max_attempts}",
             )
         if max_age_seconds is not None and age_on_chart:
             ax.axvline(
