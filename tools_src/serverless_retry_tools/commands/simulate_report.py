@@ -134,7 +134,12 @@ def plot(
     from serverless_retry_tools.timeline import plot_timeline
 
     return plot_timeline(
-        rows, args.plot, max_attempts=max_attempts, max_age_seconds=max_age_seconds, title=title
+        rows,
+        args.plot,
+        max_attempts=max_attempts,
+        max_age_seconds=max_age_seconds,
+        title=title,
+        budget_label="maxReceiveCount" if getattr(args, "native", False) else "max_attempts",
     )
 
 
