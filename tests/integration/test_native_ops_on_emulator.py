@@ -28,7 +28,7 @@ CLI = shutil.which("serverless-retry", path=str(Path(sys.executable).parent)) or
 SCALE = 20.0  # logical seconds per real second
 VISIBILITY = 60  # logical seconds: 3 real seconds a receive
 MAX_RECEIVES = 3
-MOVED = 200  # at 1 message a logical second, a move task outlasts a few CLI runs
+MOVED = 60  # at 1 message a second on a real-time clock, a move task outlasts a few CLI runs
 
 
 def _env(emulator: Emulator) -> dict[str, str]:
@@ -65,6 +65,14 @@ def _visible(sqs: Any, url: str) -> int:
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     with Emulator(clock_scale=SCALE, log_path=tmp_path_factory.mktemp("native-ops") / "emulator.log") as emu:
+        yield emu
+
+
+@pytest.fixture(scope="module")
+def real_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """Move tasks at 1 message a second on the real clock: slow enough to list, cancel and interrupt
+    with CLI runs that take seconds each on a loaded machine."""
+    with Emulator(clock_scale=1.0, log_path=tmp_path_factory.mktemp("move-tasks") / "emulator.log") as emu:
         yield emu
 
 
@@ -135,11 +143,12 @@ def _dead_letters(sqs: Any, name: str, count: int) -> tuple[str, str]:
     return source, dlq
 
 
-def test_move_tasks_listed_and_cancelled(emulator: Emulator) -> None:
+def test_move_tasks_listed_and_cancelled(real_time: Emulator) -> None:
+    emulator = real_time
     sqs = boto3.client("sqs", **emulator.client_kwargs())
     source, dlq = _dead_letters(sqs, "slow-move", MOVED)
     arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=1)  # 10 real seconds at x20
+    sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=1)  # a minute
     listed = _cli(emulator, "move-tasks", "--queue-url", dlq, "--json")
     assert listed.returncode == 0, listed.stderr
     (task,) = json.loads(listed.stdout)["tasks"]
@@ -155,9 +164,10 @@ def test_move_tasks_listed_and_cancelled(emulator: Emulator) -> None:
     assert _visible(sqs, dlq) + _visible(sqs, source) == MOVED
 
 
-def test_ctrl_c_cancels_the_move_task_redrive_native_started(emulator: Emulator) -> None:
+def test_ctrl_c_cancels_the_move_task_redrive_native_started(real_time: Emulator) -> None:
+    emulator = real_time
     sqs = boto3.client("sqs", **emulator.client_kwargs())
-    _source, dlq = _dead_letters(sqs, "interrupted", 200)
+    _source, dlq = _dead_letters(sqs, "interrupted", MOVED)
     process = subprocess.Popen(
         [CLI, "redrive", "--from-queue-url", dlq, "--native", "--rate", "1", "--yes"],
         stdin=subprocess.DEVNULL,
@@ -187,16 +197,17 @@ def test_ctrl_c_cancels_the_move_task_redrive_native_started(emulator: Emulator)
     assert _visible(sqs, dlq) > 0
 
 
-def test_a_move_task_followed_to_its_end(emulator: Emulator) -> None:
+def test_a_move_task_followed_to_its_end(real_time: Emulator) -> None:
+    emulator = real_time
     sqs = boto3.client("sqs", **emulator.client_kwargs())
-    source, dlq = _dead_letters(sqs, "followed", 100)
+    source, dlq = _dead_letters(sqs, "followed", 5)
     arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=1)  # 5 real seconds at x20
+    sqs.start_message_move_task(SourceArn=arn, MaxNumberOfMessagesPerSecond=1)  # 5 seconds
     followed = _cli(emulator, "move-tasks", "--queue-url", dlq, "--follow", "--wait", "60s")
     assert followed.returncode == 0, followed.stderr
     assert "COMPLETED" in followed.stdout
-    assert "100/100" in followed.stdout
-    assert (_visible(sqs, dlq), _visible(sqs, source)) == (0, 100)
+    assert "5/5" in followed.stdout
+    assert (_visible(sqs, dlq), _visible(sqs, source)) == (0, 5)
 
 
 def test_filters_that_apply_to_a_native_dlq(emulator: Emulator) -> None:
