@@ -228,3 +228,13 @@ def test_filters_that_apply_to_a_native_dlq(emulator: Emulator) -> None:
     assert selected("--outcome", "unknown") == 3
     assert selected("--newer-than", "1d") == 3
     assert selected("--older-than", "1d") == 0
+
+
+def test_a_native_dry_run_answers_json(emulator: Emulator) -> None:
+    sqs = boto3.client("sqs", **emulator.client_kwargs())
+    _source, dlq = _dead_letters(sqs, "planned", 2)
+    result = _cli(emulator, "redrive", "--from-queue-url", dlq, "--native", "--dry-run", "--json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert (plan["native"], plan["dry_run"], plan["approximate_messages"]) == (True, True, 2)
+    assert _visible(sqs, dlq) == 2

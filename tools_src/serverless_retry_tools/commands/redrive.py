@@ -276,6 +276,18 @@ def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
     sources = ", ".join(check.source_queue_urls)
     print(f"native redrive applies: {options.from_queue_url} is the DLQ of {sources}", file=sys.stderr)
     speed = f"{options.rate:g} messages/s" if options.rate is not None else "a rate SQS chooses"
+    if options.dry_run and args.json:
+        document = {
+            "native": True,
+            "dry_run": True,
+            "queue_arn": check.queue_arn,
+            "destination_arn": check.destination_arn,
+            "approximate_messages": check.approximate_messages,
+            "rate": options.rate,
+            "warnings": list(check.warnings),
+        }
+        print(json.dumps(document, indent=2))
+        return 0
     if options.dry_run:
         print(
             f"dry run: would start StartMessageMoveTask of ~{check.approximate_messages} message(s) to {where} "
