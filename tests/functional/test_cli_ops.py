@@ -3,7 +3,9 @@ filters, exit codes (0 ok, 1 partial failure, 2 usage), one-line errors, plain o
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Iterator
 
 import boto3
@@ -39,7 +41,7 @@ def test_redrive_end_to_end_dry_run_then_real(live: World, capsys: pytest.Captur
     assert "dry run: would move 2, would skip 1" in out
     assert "nothing was changed" in out
     assert live.counts(live.source) == (0, 0)
-    assert cli.main([*common, *filters, "--rate", "50/s"]) == 0
+    assert cli.main([*common, *filters, "--rate", "50/s", "--yes"]) == 0
     assert "moved 2, skipped 1, failed 0" in capsys.readouterr().out
     assert live.counts(live.source) == (2, 0)
     assert live.counts(live.exhausted) == (1, 0)
@@ -65,13 +67,29 @@ def test_inspect_json_and_plain_table(
     assert live.counts(live.exhausted) == (3, 0)
 
 
-def test_inspect_with_rich_renders_a_table(live: World, capsys: pytest.CaptureFixture[str]) -> None:
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_inspect_with_rich_draws_a_table_on_a_terminal_only(
+    live: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a pipe (capsys) the table is plain even with rich installed: no box characters, no padding
+    to a console width (it once padded every line to 240 columns)."""
     pytest.importorskip("rich")
+    monkeypatch.delenv("SERVERLESS_RETRY_PLAIN", raising=False)
     _seed(live)
     assert cli.main(["inspect", "--queue-url", live.exhausted]) == 0
     out = capsys.readouterr().out
-    assert "│" in out
-    assert "\x1b[" not in out, "rich writes no colours to a non-terminal"
+    assert not set(out) & set("─│┃━╇")
+    assert "\x1b[" not in out
+    assert all(line == line.rstrip() for line in out.splitlines()), "no trailing padding"
+    assert max(len(line) for line in out.splitlines()) < 200
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert cli.main(["inspect", "--queue-url", live.exhausted]) == 0
+    assert "│" in terminal.getvalue()
 
 
 @pytest.mark.parametrize(
@@ -101,11 +119,25 @@ def test_nonsense_redrive_arguments_exit_2(
     assert "Traceback" not in err
 
 
-def test_redrive_without_a_destination_is_a_usage_error(
+def test_redrive_without_a_destination_goes_to_each_recorded_source(
     live: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["redrive", "--from-queue-url", live.exhausted]) == 2
-    assert "--to-queue-url: required" in capsys.readouterr().err
+    """No --to-queue-url: each envelope goes back to the source queue it records (it was once a usage
+    error); a message that records none stays, listed, and the exit status says so."""
+    _seed(live)
+    live.sqs.send_message(QueueUrl=live.exhausted, MessageBody="no envelope, no source")
+    assert cli.main(["redrive", "--from-queue-url", live.exhausted, "--dry-run"]) == 1
+    captured = capsys.readouterr()
+    assert "would move 3, would skip 0, not routed 1 (to each message's recorded source queue" in captured.out
+    assert live.source in captured.out  # the "to" column
+    assert "not routed" in captured.err
+    assert live.counts(live.source) == (0, 0)
+    assert cli.main(["redrive", "--from-queue-url", live.exhausted, "--yes", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["moved"] == 3
+    assert set(report["routes"].values()) == {live.source}
+    assert live.counts(live.source) == (3, 0)
+    assert live.counts(live.exhausted) == (1, 0)
 
 
 def test_native_where_it_cannot_apply_says_why_and_exits_2(
@@ -128,7 +160,7 @@ def test_an_aws_error_is_one_line(live: World, capsys: pytest.CaptureFixture[str
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", ["inspect", "redrive"])
+@pytest.mark.parametrize("command", ["inspect", "redrive", "discard", "retries", "move-tasks"])
 def test_help_has_examples_and_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main([command, "--help"])

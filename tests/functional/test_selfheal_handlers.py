@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import logging
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from serverless_retry.aws import AwsClients
@@ -308,3 +310,18 @@ def test_redrive_and_enrichment_write_emf_metrics(stack: Stack, capsys: pytest.C
     assert ("FailureRecords", None, 10.0) in found
     assert ("InvalidFailureRecord", None, 5.0) in found
     assert all(line["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ServerlessRetry" for line in lines)
+
+
+def test_the_redriven_log_line_names_the_route_taken(stack: Stack) -> None:
+    """It once read "retry 2 in 120 s via sqs-delay" for a retry that went by schedule (or invoke)."""
+    written = io.StringIO()
+    logger = Logger(service="route-in-log-line", logger_handler=logging.StreamHandler(written))
+    redriver = Redriver(redrive_settings(stack), clients=stack.clients(), clock=stack.clock, logger=logger)
+    redriver(event_of("destination-sns-retries-exhausted.json"))
+    redriver(event_of("destination-direct-timeout.json"))
+    records = [json.loads(line) for line in written.getvalue().splitlines() if line.startswith("{")]
+    redriven = [r for r in records if r.get("message") == "event redriven"]
+    assert [(r["action"], r["reason"].split(" (")[0]) for r in redriven] == [
+        ("schedule", "retry 2 in 120 s via schedule"),
+        ("invoke", "retry 2 in 0 s via invoke"),
+    ]

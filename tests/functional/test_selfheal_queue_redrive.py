@@ -266,13 +266,13 @@ def test_the_cli_redrives_to_the_function_and_refuses_a_queue(
     fake = FakeLambda()
     monkeypatch.setattr(command, "lambda_client", lambda args: fake)
     common = ["redrive", "--from-queue-url", live.exhausted]
-    assert cli.main([*common, "--to-queue-url", live.source, "--source", "invoices-fn"]) == 1
+    assert cli.main([*common, "--to-queue-url", live.source, "--source", "invoices-fn", "--yes"]) == 1
     assert "a self-healing record: no queue's consumer takes it" in capsys.readouterr().err
     assert cli.main([*common, "--to-function", "--source", "invoices-fn", "--dry-run"]) == 0
-    assert "dry run: would move 1, would skip 4 (to the function that failed, history kept)" in (
+    assert "dry run: would move 1, would skip 4 (to the function that failed: 1 history kept)" in (
         capsys.readouterr().out
     )
-    assert cli.main([*common, "--to-function", "--source", "invoices-fn"]) == 0
+    assert cli.main([*common, "--to-function", "--source", "invoices-fn", "--yes"]) == 0
     assert "moved 1, skipped 4, failed 0" in capsys.readouterr().out
     assert [name for name, _ in fake.invoked] == [f"{ARN}:invoices-fn"]
     assert cli.main([*common, "--to-function", "--to-queue-url", live.source]) == 2

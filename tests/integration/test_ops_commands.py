@@ -30,7 +30,15 @@ class Ops:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | self.emulator.env()
-        return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False)
+        return subprocess.run(
+            [CLI, *args],
+            stdin=subprocess.DEVNULL,  # a script: no terminal to ask on, so a change needs --yes
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
 
     def bodies(self, url: str) -> list[str]:
         out: dict[str, str] = {}
@@ -76,7 +84,7 @@ def test_redrive_dry_run_then_real_then_native(ops: Ops) -> None:
     assert "dry run: would move 3, would skip 5" in dry.stdout
     assert ops.bodies(ops.sandbox.queue_url) == []
 
-    real = ops.run(*common, *timeouts, "--rate", "20/s", "--reset-attempts")
+    real = ops.run(*common, *timeouts, "--rate", "20/s", "--reset-attempts", "--yes")
     assert real.returncode == 0, real.stderr
     assert "moved 3, skipped 5, failed 0" in real.stdout
     assert [json.loads(b)["id"] for b in ops.bodies(ops.sandbox.queue_url)] == ["o-1", "o-2", "o-3"]
@@ -85,7 +93,7 @@ def test_redrive_dry_run_then_real_then_native(ops: Ops) -> None:
     assert refused.returncode == 2
     assert "--native does not apply" in refused.stderr
 
-    native = ops.run("redrive", "--from-queue-url", ops.sandbox.dlq_url, "--native", "--rate", "10")
+    native = ops.run("redrive", "--from-queue-url", ops.sandbox.dlq_url, "--native", "--rate", "10", "--yes")
     assert native.returncode == 0, native.stderr
     assert "move task COMPLETED" in native.stdout
     assert json.loads(ops.run("inspect", "--queue-url", ops.sandbox.dlq_url, "--json").stdout)["scanned"] == 0

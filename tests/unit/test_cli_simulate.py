@@ -100,6 +100,15 @@ def test_in_place_waits_stop_before_the_message_expires(capsys: pytest.CaptureFi
         (["--status", "99"], "--status: expected a whole number from 100 to 599"),
         (["--retention", "5"], "--retention: expected a whole number from 60 to 1209600"),
         (["--start", "yesterday"], "--start: must be an ISO-8601 time"),
+        # Once accepted silently (exit 0): the consumer ignores such a hint, the simulation did too.
+        (
+            ["--status", "429", "--retry-after", "garbage"],
+            "--retry-after: expected seconds (120) or an HTTP date",
+        ),
+        (["--error", "Not A Class"], "--error: expected an exception class name"),
+        (["--error", "orders..Declined"], "--error: expected an exception class name"),
+        (["--fifo", "sorted"], "--fifo: invalid choice: 'sorted' (choose from 'ordered', 'unordered')"),
+        (["--rate", "lots"], "--rate: expected messages per second"),
     ],
 )
 def test_nonsense_arguments_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:

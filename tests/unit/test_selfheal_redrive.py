@@ -456,3 +456,16 @@ def test_topic_mode_needs_a_topic() -> None:
     )
     with pytest.raises(ConfigError, match="no source"):
         RedriveSettings.from_env(env)
+
+
+def test_the_reason_names_the_route_the_retry_takes() -> None:
+    """The log line ("event redriven", its reason) once said "via sqs-delay" for a retry that went by
+    schedule or by invoke: the self-healing redrive has no SQS delay at all."""
+    scheduled = plan_redrive(event_of("destination-sns-retries-exhausted.json"), SETTINGS, NOW)
+    assert scheduled.action == "schedule"
+    assert "via schedule" in scheduled.reason
+    assert "sqs-delay" not in scheduled.reason
+    assert "scheduler" not in scheduled.reason.split("(")[0]
+    invoked = plan_redrive(event_of("destination-direct-timeout.json"), SETTINGS, NOW)
+    assert invoked.action == "invoke"
+    assert invoked.reason.startswith("retry 2 in 0 s via invoke (")

@@ -20,8 +20,11 @@ FINAL_ACTIONS = frozenset(
 class AttemptRow:
     attempt: int  # 1 = the first delivery
     action: str  # after this attempt failed: "retry", or a final outcome (FINAL_ACTIONS)
-    delay_seconds: int  # until the next attempt (0 unless action == "retry")
-    transport: str | None  # how that wait happens: sqs-delay, scheduler, visibility, sqs-hops
+    # until the next attempt (0 unless action == "retry"; native retry's dead-letter row: the wait until
+    # SQS moves the message to the DLQ, one visibility timeout)
+    delay_seconds: int
+    # how that wait happens: sqs-delay, scheduler, visibility, sqs-hops, or native (SQS's own retry)
+    transport: str | None
     at_seconds: float  # when this attempt ran, logical seconds after the first delivery
     hops: int = 0  # with sqs-hops: the SQS sends the wait takes (each within the hop limit); else 0
     reason: str = ""  # the consumer's reason for the decision

@@ -1,19 +1,30 @@
-"""The ``serverless-retry`` command: simulate a policy, inspect and redrive the retry-exhausted queue or
-a DLQ, and (with the ``local`` extra) run the local emulator and the demo. One module per subcommand,
+"""The ``serverless-retry`` command: simulate a policy (or native retry, or a failure rate against AWS's
+quotas), inspect a queue's backlog, inspect, redrive or discard the retry-exhausted queue or a DLQ,
+list, cancel or run the retries waiting in the Scheduler, follow or cancel SQS's move tasks, and (with
+the ``local`` extra) run the local emulator and the demo. One module per subcommand,
 under :mod:`serverless_retry_tools.commands` and :mod:`serverless_retry_tools.local.cli`."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 
 from serverless_retry import __version__
 from serverless_retry.errors import PolicyError
-from serverless_retry.redrive_options import OptionsError
+from serverless_retry.redrive_options import OPTION_KEYS, OptionsError
 
-from serverless_retry_tools.commands import inspect_queue, package, redrive, simulate
+from serverless_retry_tools.commands import (
+    discard,
+    inspect_queue,
+    move_tasks,
+    package,
+    redrive,
+    retries,
+    simulate,
+)
 from serverless_retry_tools.commands.args import UsageError
 from serverless_retry_tools.help_text import plain_parser
 from serverless_retry_tools.policy_input import PolicyFileError
@@ -41,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (simulate, inspect_queue, redrive, package):
+    for command in (simulate, inspect_queue, redrive, discard, retries, move_tasks, package):
         command.register(sub)
     try:
         from serverless_retry_tools.local.cli import register
@@ -54,6 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _flag(option: str) -> str:
     return "--" + option.replace("_", "-") if option != "event" else option
+
+
+# A redrive option's problem names other options by their event keys (the operator's Lambda takes
+# the same options as JSON); on the command line they are flags.
+_OPTION_WORD = re.compile(
+    r"(?<![\w-])(" + "|".join(sorted(OPTION_KEYS, key=len, reverse=True)) + r")(?![\w-])"
+)
+
+
+def _flags_in(problem: str) -> str:
+    return _OPTION_WORD.sub(lambda m: _flag(m.group(1)), problem)
 
 
 def _aws_error(exc: BaseException) -> str:
@@ -72,7 +94,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except PolicyError as exc:
         print(f"error: {exc}", file=sys.stderr)
     except OptionsError as exc:
-        print(f"error: {_flag(exc.option)}: {exc.problem}", file=sys.stderr)
+        print(f"error: {_flag(exc.option)}: {_flags_in(exc.problem)}", file=sys.stderr)
     except (UsageError, PolicyFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except (ClientError, BotoCoreError) as exc:

@@ -1,6 +1,6 @@
-"""Tables and progress for the commands: with rich when it is installed (``pip install .[ops]``),
-plain text otherwise. Colours only on a terminal: rich turns them off when its stream is not a TTY
-(and honours ``NO_COLOR``); the plain renderer never writes any.
+"""Tables and progress for the commands: with rich when it is installed (``pip install .[ops]``) and
+the output is a terminal, plain text otherwise: a pipe or a file gets aligned columns without box
+characters, colours or padding to a width, ready for grep, cut and awk. Rich honours ``NO_COLOR``.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def _plain_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[obj
 def print_table(
     title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], out: TextIO | None = None
 ) -> None:
-    """One table: a rich table when rich is there, aligned plain columns otherwise."""
+    """One table: a rich table on a terminal when rich is there, aligned plain columns otherwise."""
     out = out or sys.stdout
-    if not has_rich():
+    if not has_rich() or not out.isatty():
         _plain_table(title, columns, rows, out)
         return
     from rich.console import Console
@@ -51,9 +51,7 @@ def print_table(
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(str(c) for c in row))
-    # Not a terminal (a pipe, a file): no width to fit, so no folded cells either.
-    width = None if out.isatty() else 240
-    Console(file=out, soft_wrap=False, width=width).print(table)
+    Console(file=out, soft_wrap=False).print(table)
 
 
 class Progress:

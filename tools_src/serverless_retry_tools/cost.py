@@ -14,7 +14,8 @@ the marginal costs of one more million messages. Check the pages before you rely
 | Step Functions Standard state transition | $0.025 per 1,000 | a Task's retries count as transitions too |
 
 The model, per message (``n`` attempts, batches of ``batch_size`` records, ``c`` = 64 KB chunks):
-- serverless-retry: every attempt is a delivery by the event source mapping (ReceiveMessage and
+- serverless-retry (or native retry, transport ``native``: deliveries only, no delete, no copy; SQS's
+  own move to the DLQ is not a billed request): every attempt is a delivery by the event source mapping (ReceiveMessage and
   DeleteMessage shared by the batch, one invocation shared by the batch, ``duration_ms`` of compute);
   each retry adds its transport's calls: ``sqs-delay`` one batched SendMessageBatch; ``scheduler``
   one schedule invocation plus the SendMessage it makes (CreateSchedule is not billed); ``visibility``
@@ -154,12 +155,17 @@ def _delivery(line: CostLine, model: CostModel, *, delete: bool = True) -> None:
 def serverless_retry_cost(rows: Sequence[AttemptRow], model: CostModel) -> CostLine:
     line = CostLine("serverless-retry")
     for row in rows:
-        # A visibility retry leaves the message in the queue: no delete until it is done.
-        _delivery(line, model, delete=not (row.retried and row.transport == "visibility"))
+        # A visibility retry leaves the message in the queue: no delete until it is done. Native retry
+        # never deletes a failing message: it reappears, and SQS itself moves it to the DLQ.
+        native = row.transport == "native"
+        _delivery(line, model, delete=not (row.retried and row.transport == "visibility") and not native)
         if not row.retried:
-            line.sqs_requests += model.sqs_batched()  # the final copy to the retry-exhausted queue
+            if not native:
+                line.sqs_requests += model.sqs_batched()  # the final copy to the retry-exhausted queue
             continue
         transport = row.transport or "sqs-delay"
+        if transport == "native":
+            continue  # the visibility timeout runs out by itself: no call at all
         if transport == "scheduler":
             line.scheduler_invocations += model.chunks(model.message_kb)
             line.sqs_requests += model.sqs_single()  # the schedule's SendMessage

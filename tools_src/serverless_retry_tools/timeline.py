@@ -4,13 +4,12 @@ budget (max attempts, max age) as lines. Needs matplotlib, the ``plot`` extra.""
 from __future__ import annotations
 
 import importlib.util
-import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
 from serverless_retry_tools.attempt_rows import AttemptRow
 
-__all__ = ["PLOT_NEEDS", "TRANSPORT_COLOURS", "plot_available", "plot_timeline"]
+__all__ = ["PLOT_NEEDS", "TRANSPORT_COLOURS", "plot_available", "plot_timeline", "wait_segments"]
 
 PLOT_NEEDS = "--plot needs matplotlib: pip install 'serverless-retry[plot]'"
 
@@ -19,6 +18,7 @@ TRANSPORT_COLOURS = {
     "scheduler": "#ff7f0e",
     "visibility": "#2ca02c",
     "sqs-hops": "#9467bd",
+    "native": "#8c564b",
 }
 FINAL_COLOUR = "#d62728"
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 100  # 800 x 450 pixels
@@ -36,6 +36,24 @@ def _unit(span: float) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
+def wait_segments(rows: Sequence[AttemptRow]) -> list[tuple[str, list[float], list[int]]]:
+    """Each wait as (transport, seconds, attempts): a message waits, then runs, so a wait is a flat
+    line at its attempt and the next attempt a step up at the moment it runs (a diagonal would show
+    progress where there is none). Native retry's last wait ends where SQS moves it to the DLQ."""
+    segments: list[tuple[str, list[float], list[int]]] = []
+    for index, row in enumerate(rows):
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        if following is None and not (row.transport == "native" and row.delay_seconds):
+            break
+        end = following.at_seconds if following is not None else row.at_seconds + row.delay_seconds
+        xs, ys = [row.at_seconds, end], [row.attempt, row.attempt]
+        if following is not None:
+            xs.append(end)
+            ys.append(following.attempt)
+        segments.append((row.transport or "sqs-delay", xs, ys))
+    return segments
+
+
 def plot_timeline(
     rows: Sequence[AttemptRow],
     path: str | Path,
@@ -43,8 +61,10 @@ def plot_timeline(
     max_attempts: int | None = None,
     max_age_seconds: float | None = None,
     title: str = "retry timeline",
+    budget_label: str = "max_attempts",
 ) -> Path:
-    """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path."""
+    """Draw ``rows`` to ``path`` (PNG, 800 x 450) and return the path. ``budget_label`` names the
+    attempt budget's line (native retry's is maxReceiveCount)."""
     if not rows:
         raise ValueError("no attempts to draw")
     if not plot_available():
@@ -54,7 +74,7 @@ def plot_timeline(
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
-    timeline = max([r.at_seconds for r in rows] + [1.0])
+    timeline = max([r.at_seconds + (r.delay_seconds if not r.retried else 0) for r in rows] + [1.0])
     # max_age is drawn when it is near enough to matter; a budget of a day would flatten a
     # two-minute timeline into one line, so a far one is only named in the legend.
     age_on_chart = max_age_seconds is not None and max_age_seconds <= 2 * timeline
@@ -63,25 +83,20 @@ def plot_timeline(
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI)
     try:
         used: set[str] = set()
-        for row, following in itertools.pairwise(rows):
-            transport = row.transport or "sqs-delay"
-            colour = TRANSPORT_COLOURS.get(transport, "#7f7f7f")
+        for transport, xs, ys in wait_segments(rows):
             label = transport if transport not in used else None
             used.add(transport)
-            ax.plot(
-                [row.at_seconds / size, following.at_seconds / size],
-                [row.attempt, following.attempt],
-                color=colour,
-                linewidth=2.5,
-                label=label,
-            )
+            colour = TRANSPORT_COLOURS.get(transport, "#7f7f7f")
+            ax.plot([x / size for x in xs], ys, color=colour, linewidth=2.5, label=label)
         ax.scatter(
             [r.at_seconds / size for r in rows], [r.attempt for r in rows], color="black", zorder=3, s=18
         )
         last = rows[-1]
         if not last.retried:
+            # Native retry: SQS moves the message one visibility timeout after the last receive.
+            ended = last.at_seconds + (last.delay_seconds if last.transport == "native" else 0)
             ax.scatter(
-                [last.at_seconds / size],
+                [ended / size],
                 [last.attempt],
                 color=FINAL_COLOUR,
                 zorder=4,
@@ -95,7 +110,7 @@ def plot_timeline(
                 color="#555555",
                 linestyle="--",
                 linewidth=1,
-                label=f"max_attempts {max_attempts}",
+                label=f"{budget_label} {max_attempts}",
             )
         if max_age_seconds is not None and age_on_chart:
             ax.axvline(

@@ -332,12 +332,16 @@ def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datet
             f"{ASYNC_INVOKE_MAX_BYTES}",
             **ids,
         )
-    common = {"reason": reason, "delay_seconds": delay, **ids}
+    common = {"delay_seconds": delay, **ids}
+    # The policy names its queue transport (sqs-delay, scheduler); this pattern's routes are its own.
+    via = f" s via {decision.transport}"
     if delay == 0 and source.policy.transport == "auto":
         if publish is not None:
-            return RedrivePlan("publish", publish=publish, **common)
+            return RedrivePlan(
+                "publish", publish=publish, reason=reason.replace(via, " s via publish", 1), **common
+            )
         invoke = {"FunctionName": source.function_arn, "InvocationType": "Event", "Payload": invoke_payload}
-        return RedrivePlan("invoke", invoke=invoke, **common)
+        return RedrivePlan("invoke", invoke=invoke, reason=reason.replace(via, " s via invoke", 1), **common)
     target: dict[str, Any] = {
         "RoleArn": settings.scheduler_role_arn,
         "DeadLetterConfig": {"Arn": settings.dlq_arn},
@@ -370,7 +374,9 @@ def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datet
         ],
         "Target": target,
     }
-    return RedrivePlan("schedule", schedule=schedule, **common)
+    return RedrivePlan(
+        "schedule", schedule=schedule, reason=reason.replace(via, " s via schedule", 1), **common
+    )
 
 
 # --- delivery -------------------------------------------------------------------------------------------

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from datetime import UTC, datetime
 
+from serverless_retry.policy import retry_after_seconds
 from serverless_retry.redrive_options import OptionsError, parse_duration, parse_rate
 
-__all__ = ["EXAMPLES_FORMATTER", "UsageError", "duration", "http_status", "int_range", "rate"]
+__all__ = [
+    "EXAMPLES_FORMATTER",
+    "UsageError",
+    "duration",
+    "error_class_name",
+    "http_status",
+    "int_range",
+    "rate",
+    "retry_after",
+]
 
 EXAMPLES_FORMATTER = argparse.RawDescriptionHelpFormatter
 
@@ -53,3 +64,23 @@ def rate(text: str) -> float:
         return parse_rate(text, "rate")
     except OptionsError as exc:
         raise argparse.ArgumentTypeError(exc.problem) from None
+
+
+def retry_after(text: str) -> str:
+    """A Retry-After value as an HTTP server sends it: delta-seconds (``120``) or an HTTP-date
+    (``Wed, 21 Oct 2026 07:28:00 GMT``). The consumer ignores anything else, so simulating it would
+    show a policy's plain backoff under a hint that was never read: refused instead."""
+    if retry_after_seconds(text, datetime.now(UTC)) is None:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds (120) or an HTTP date (Wed, 21 Oct 2026 07:28:00 GMT), got {text!r}"
+        )
+    return text
+
+
+def error_class_name(text: str) -> str:
+    """An exception class name as Python spells it: ``TimeoutError``, ``botocore.exceptions.ClientError``."""
+    if not text or not all(part.isidentifier() for part in text.split(".")):
+        raise argparse.ArgumentTypeError(
+            f"expected an exception class name such as TimeoutError or requests.HTTPError, got {text!r}"
+        )
+    return text

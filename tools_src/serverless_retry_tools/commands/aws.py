@@ -8,7 +8,13 @@ import argparse
 import os
 from typing import Any
 
-__all__ = ["add_aws_arguments", "lambda_client", "sqs_client"]
+__all__ = [
+    "add_aws_arguments",
+    "cloudwatch_client",
+    "lambda_client",
+    "scheduler_client",
+    "sqs_client",
+]
 
 
 def add_aws_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,3 +39,13 @@ def sqs_client(args: argparse.Namespace | None = None) -> Any:
 def lambda_client(args: argparse.Namespace | None = None) -> Any:
     """For ``redrive --to-function``: asynchronous invokes of the functions that failed."""
     return _client("lambda", args)
+
+
+def cloudwatch_client(args: argparse.Namespace | None = None) -> Any:
+    """For ``inspect``: a queue's oldest message age (ApproximateAgeOfOldestMessage) without receiving."""
+    return _client("cloudwatch", args)
+
+
+def scheduler_client(args: argparse.Namespace | None = None) -> Any:
+    """For ``retries``: the retries waiting in a schedule group."""
+    return _client("scheduler", args)

@@ -7,60 +7,77 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from serverless_retry.clock import Clock
 from serverless_retry.native_redrive import check_native, start_native, wait_native
-from serverless_retry.queue_redrive import RedriveReport, attribute_int, redrive
+from serverless_retry.queue_redrive import ExhaustedMessage, RedriveReport, attribute_int, redrive
 from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, duration, int_range, rate
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
+from serverless_retry_tools.commands.confirm import add_yes_argument, confirm
+from serverless_retry_tools.commands.filters import add_filter_arguments, filter_values
 from serverless_retry_tools.commands.inspect_queue import _age, _short
+from serverless_retry_tools.commands.move_tasks import cancel_task
 from serverless_retry_tools.console import Progress, print_table
+from serverless_retry_tools.routing import SourceRouter
 
 EXAMPLES = """\
 examples:
   # what would move: exhausted TimeoutErrors older than an hour, at most 500 (changes nothing)
   serverless-retry redrive --from-queue-url "$EXHAUSTED_URL" --to-queue-url "$QUEUE_URL" \\
       --outcome exhausted --error-type TimeoutError --older-than 1h --max 500 --dry-run
-  # the same for real, 20 messages a second, each with a fresh retry budget
+  # the same for real, 20 messages a second, each with a fresh retry budget (--yes: no question asked)
   serverless-retry redrive --from-queue-url "$EXHAUSTED_URL" --to-queue-url "$QUEUE_URL" \\
-      --outcome exhausted --error-type TimeoutError --older-than 1h --max 500 --rate 20/s --reset-attempts
+      --outcome exhausted --error-type TimeoutError --older-than 1h --max 500 --rate 20/s --reset-attempts --yes
+  # each message back to the source queue it records (no --to-queue-url)
+  serverless-retry redrive --from-queue-url "$EXHAUSTED_URL" --outcome exhausted --dry-run
   # a DLQ fed by an SQS redrive policy: SQS's own move task, back to the source queue
   serverless-retry redrive --from-queue-url "$DLQ_URL" --native --rate 50
   # self-healing: each exhausted event back to the function that failed (async invoke), one function only
   serverless-retry redrive --from-queue-url "$HEAL_EXHAUSTED_URL" --to-function --source charge-fn \\
       --error-type HTTPError --dry-run
 
-Every message is sent to the destination before it is deleted here; skipped messages and whatever is
-left when a run stops stay where they were, visible again. By default a message keeps its id, attempt
-count and history (if it fails again it is exhausted at once); --reset-attempts sends the original
-body and attributes with a fresh budget. Plain DLQ messages go back verbatim either way.
+A redrive that changes anything asks first on a terminal; from a script it needs --yes. Every message
+is sent to the destination before it is deleted here; skipped messages and whatever is left when a
+run stops stay where they were, visible again. Without --to-queue-url each message goes back to the
+source queue it records (a message without one stays, and is listed). By default a message keeps its
+id, attempt count and history (if it fails again it is exhausted at once); --reset-attempts sends the
+original body and attributes with a fresh budget. Plain DLQ messages go back verbatim either way.
 --to-function re-invokes, asynchronously, the function a self-healing record (or a Lambda on-failure
 destination record) says failed, with the event as it first arrived and its retry state continued
 (--reset-attempts: as it first arrived, a fresh budget); --to-function NAME only that function. A
 self-healing record is refused for --to-queue-url, and any other message for --to-function: it stays.
 --native (StartMessageMoveTask) moves every message of a DLQ fed by an SQS redrive policy, unchanged,
 at up to 500 messages a second; it refuses, saying why, for a retry-exhausted queue (final envelopes
-must be unwrapped), Lambda destination records and Scheduler dead-letter events.
-exit status: 0 ok; 1 partial failure (a message failed, or the run stopped early: nothing was lost);
-2 usage error (including --native where it cannot apply).
+must be unwrapped), Lambda destination records and Scheduler dead-letter events. Ctrl-C cancels the
+move task (CancelMessageMoveTask); serverless-retry move-tasks lists, follows and cancels them.
+exit status: 0 ok; 1 partial failure (a message failed or had no source to go back to, the run
+stopped early, or the question was answered no: nothing was lost); 2 usage error (including --native
+where it cannot apply, and a change without --yes when there is no terminal to ask on).
 """
 
 
+# No --to-queue-url: each message goes back to the source queue it records. The options are checked
+# as for an explicit destination (this stand-in, never sent to), then the destination is cleared.
+_EACH_SOURCE = "#each-recorded-source"
+
+
+def _by_source(args: argparse.Namespace) -> bool:
+    return args.to_queue_url is None and not args.native and not args.to_function
+
+
 def _options(args: argparse.Namespace) -> RedriveOptions:
-    return options_from_mapping(
+    options = options_from_mapping(
         {
             "from_queue_url": args.from_queue_url,
-            "to_queue_url": args.to_queue_url,
+            "to_queue_url": args.from_queue_url + _EACH_SOURCE if _by_source(args) else args.to_queue_url,
             "to_function": args.to_function,
-            "outcome": args.outcome,
-            "error_type": args.error_type,
-            "source": args.source,
-            "older_than": args.older_than,
-            "newer_than": args.newer_than,
+            **filter_values(args),
             "max": args.max,
             "rate": args.rate,
             "reset_attempts": args.reset_attempts,
@@ -69,6 +86,23 @@ def _options(args: argparse.Namespace) -> RedriveOptions:
             "message_group_id": args.message_group_id,
         }
     )
+    return replace(options, to_queue_url=None) if _by_source(args) else options
+
+
+def _form(message: ExhaustedMessage, options: RedriveOptions) -> str:
+    """How a message would go back (what outgoing_message() does with it)."""
+    if options.to_function:  # the event as it first arrived, its retry state continued or fresh
+        return "fresh budget" if options.reset_attempts else "history kept"
+    if message.kind == "plain" or (message.kind == "retry-envelope" and not options.reset_attempts):
+        return "verbatim"
+    if options.reset_attempts or message.kind == "compact":
+        return "fresh budget"
+    return "history kept"
+
+
+def _forms(messages: list[ExhaustedMessage], options: RedriveOptions) -> str:
+    counts = Counter(_form(m, options) for m in messages)
+    return ", ".join(f"{n} {form}" for form, n in counts.most_common())
 
 
 def _filters(options: RedriveOptions) -> str:
@@ -93,6 +127,8 @@ def _filters(options: RedriveOptions) -> str:
 def _destination(options: RedriveOptions) -> str:
     if options.to_function:
         return f"function {options.function}" if options.function else "the function that failed"
+    if options.to_queue_url is None:
+        return "each message's recorded source queue"
     return str(options.to_queue_url)
 
 
@@ -114,8 +150,11 @@ def _report_json(report: RedriveReport) -> dict[str, Any]:
     }
 
 
-def _print_report(report: RedriveReport, options: RedriveOptions, clock: Clock) -> None:
+def _print_report(
+    report: RedriveReport, options: RedriveOptions, clock: Clock, router: SourceRouter | None
+) -> None:
     now = clock.now()
+    routes = router.routes if router is not None else {}
     now_rows = [
         (
             m.envelope_id,
@@ -124,23 +163,33 @@ def _print_report(report: RedriveReport, options: RedriveOptions, clock: Clock) 
             _age(m.age_seconds(now)),
             _short(m.source or "-", 40),
             _short(m.reason or "-", 40),
+            _form(m, options),
+            *([routes.get(m.message_id, "-")] if router is not None else []),
         )
         for m in report.moved
     ]
     for message, why in report.failed:
         print(f"failed {message.envelope_id}: {why} (left in place)", file=sys.stderr)
+    unrouted = router.unrouted if router is not None else []
+    for message, why in unrouted:
+        print(
+            f"not routed {message.envelope_id}: {why}; give --to-queue-url (left in place)", file=sys.stderr
+        )
+    skipped = len(report.skipped) - len(unrouted)
+    not_routed = f", not routed {len(unrouted)}" if unrouted else ""
     if report.dry_run:
         if now_rows:
             print_table(
                 f"would move {len(now_rows)}",
-                ["id", "outcome", "error type", "age", "source", "reason"],
+                ["id", "outcome", "error type", "age", "source", "reason", "sent as"]
+                + (["to"] if router is not None else []),
                 now_rows,
             )
         refused = f", would refuse {len(report.failed)}" if report.failed else ""
+        forms = _forms(report.moved, options)
         print(
-            f"dry run: would move {len(report.moved)}, would skip {len(report.skipped)}{refused} "
-            f"(to {_destination(options)}, {'fresh budget' if options.reset_attempts else 'history kept'}); "
-            "nothing was changed"
+            f"dry run: would move {len(report.moved)}, would skip {skipped}{refused}{not_routed} "
+            f"(to {_destination(options)}{': ' + forms if forms else ''}); nothing was changed"
         )
         return
     for message, why in report.duplicated:
@@ -150,7 +199,8 @@ def _print_report(report: RedriveReport, options: RedriveOptions, clock: Clock) 
     measured = report.measured_rate()
     speed = f"; measured {measured:.1f}/s" if measured is not None and options.rate is not None else ""
     print(
-        f"moved {len(report.moved)}, skipped {len(report.skipped)}, failed {len(report.failed)}"
+        f"moved {len(report.moved)}, skipped {skipped}, failed {len(report.failed)}"
+        + not_routed
         + (f", duplicated {len(report.duplicated)}" if report.duplicated else "")
         + speed
     )
@@ -165,6 +215,18 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
             QueueUrl=options.from_queue_url, AttributeNames=["ApproximateNumberOfMessages"]
         ).get("Attributes", {}),
         "ApproximateNumberOfMessages",
+    )
+    if not options.dry_run and not confirm(
+        args,
+        f"move ~{'?' if total is None else total} message(s) of {options.from_queue_url} "
+        f"({_filters(options)}) to {_destination(options)}?",
+        change="redrive moves messages (--dry-run shows which)",
+    ):
+        return 1
+    router = (
+        SourceRouter(sqs, message_group_id=options.message_group_id)
+        if options.to_queue_url is None and not options.to_function
+        else None
     )
     verb = "dry run of" if options.dry_run else "redriving"
     print(f"{verb} {options.from_queue_url} -> {_destination(options)}: {_filters(options)}", file=sys.stderr)
@@ -183,13 +245,22 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
             clock=clock,
             on_progress=on_progress,
             lambda_client=lambda_client(args) if options.to_function else None,
+            sender=router.send if router is not None else None,
+            select=router.select if router is not None else None,
         )
         on_progress(report)
+    unrouted = router.unrouted if router is not None else []
     if args.json:
-        print(json.dumps(_report_json(report), indent=2))
+        document = _report_json(report)
+        document["skipped"] -= len(unrouted)
+        document["not_routed"] = [{"id": m.envelope_id, "why": why} for m, why in unrouted]
+        document["forms"] = dict(Counter(_form(m, options) for m in report.moved))
+        if router is not None:
+            document["routes"] = {m.envelope_id: router.routes.get(m.message_id) for m in report.moved}
+        print(json.dumps(document, indent=2))
     else:
-        _print_report(report, options, clock)
-    return 0 if report.complete else 1
+        _print_report(report, options, clock, router)
+    return 0 if report.complete and not unrouted else 1
 
 
 def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
@@ -205,23 +276,53 @@ def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
     sources = ", ".join(check.source_queue_urls)
     print(f"native redrive applies: {options.from_queue_url} is the DLQ of {sources}", file=sys.stderr)
     speed = f"{options.rate:g} messages/s" if options.rate is not None else "a rate SQS chooses"
+    if options.dry_run and args.json:
+        document = {
+            "native": True,
+            "dry_run": True,
+            "queue_arn": check.queue_arn,
+            "destination_arn": check.destination_arn,
+            "approximate_messages": check.approximate_messages,
+            "rate": options.rate,
+            "warnings": list(check.warnings),
+        }
+        print(json.dumps(document, indent=2))
+        return 0
     if options.dry_run:
         print(
             f"dry run: would start StartMessageMoveTask of ~{check.approximate_messages} message(s) to {where} "
             f"at {speed}; nothing was changed"
         )
         return 0
+    if not confirm(
+        args,
+        f"start a move task of ~{check.approximate_messages} message(s) of {options.from_queue_url} to {where}?",
+        change="redrive --native starts a move task (--dry-run shows what it would do)",
+    ):
+        return 1
     handle = start_native(sqs, check, rate=options.rate)
-    print(f"started StartMessageMoveTask {handle} to {where} at {speed}", file=sys.stderr)
-    with Progress("move task", check.approximate_messages) as progress:
-
-        def on_progress(task: dict[str, Any]) -> None:
-            moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
-            progress.update(moved, str(task.get("Status", "?")))
-
-        task = wait_native(
-            sqs, check.queue_arn, handle, timeout=args.wait, on_progress=on_progress, sleep=time.sleep
+    try:  # from the moment the task exists: an interrupt cancels it
+        print(
+            f"started StartMessageMoveTask {handle} to {where} at {speed} (Ctrl-C cancels it)",
+            file=sys.stderr,
         )
+        with Progress("move task", check.approximate_messages) as progress:
+
+            def on_progress(task: dict[str, Any]) -> None:
+                moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+                progress.update(moved, str(task.get("Status", "?")))
+
+            task = wait_native(
+                sqs, check.queue_arn, handle, timeout=args.wait, on_progress=on_progress, sleep=time.sleep
+            )
+    except KeyboardInterrupt:
+        cancel_task(sqs, handle)
+        print(
+            f"interrupted: cancelled move task {handle} (CancelMessageMoveTask); what moved stays moved, "
+            "the rest stays in the DLQ",
+            file=sys.stderr,
+        )
+        return 130
     status = task.get("Status", "UNKNOWN")
     moved = task.get("ApproximateNumberOfMessagesMoved", 0)
     if args.json:
@@ -230,8 +331,8 @@ def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
         print(f"move task {status}: moved ~{moved} of ~{task.get('ApproximateNumberOfMessagesToMove', '?')}")
     if status == "RUNNING":
         print(
-            f"still running in AWS after {args.wait:g} s; follow it with: aws sqs list-message-move-tasks "
-            f"--source-arn {check.queue_arn}",
+            f"still running in AWS after {args.wait:g} s; follow it with: serverless-retry move-tasks "
+            f"--queue-url {options.from_queue_url} --follow (--cancel to stop it)",
             file=sys.stderr,
         )
         return 0
@@ -257,7 +358,8 @@ def register(sub: Any) -> None:
     )
     red.add_argument("--from-queue-url", required=True, help="the retry-exhausted queue or DLQ")
     red.add_argument(
-        "--to-queue-url", help="the queue to send to (required unless --native or --to-function)"
+        "--to-queue-url",
+        help="the queue to send to (default: the source queue each message records; with --native, SQS's choice)",
     )
     red.add_argument(
         "--to-function",
@@ -266,17 +368,7 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="re-invoke the function each self-healing record failed in (NAME or ARN: only that function)",
     )
-    red.add_argument(
-        "--outcome", action="append", help="only this outcome (repeatable): exhausted, non-retryable, ..."
-    )
-    red.add_argument("--error-type", action="append", help="only this last error type (repeatable)")
-    red.add_argument(
-        "--source", action="append", help="only this source queue/function ARN or name (repeatable)"
-    )
-    red.add_argument(
-        "--older-than", type=duration, help="only messages in the queue longer than this (30m, 2h, 7d)"
-    )
-    red.add_argument("--newer-than", type=duration, help="only messages in the queue for less than this")
+    add_filter_arguments(red)
     red.add_argument("--max", type=int_range(1, 1_000_000), help="move at most this many")
     red.add_argument("--rate", type=rate, help="at most this many messages per second (10, 10/s, 30/m)")
     red.add_argument(
@@ -291,5 +383,6 @@ def register(sub: Any) -> None:
         "--wait", type=duration, default=900.0, help="--native: watch the move task this long (default 15m)"
     )
     red.add_argument("--json", action="store_true", help="the report as one JSON document")
+    add_yes_argument(red)
     add_aws_arguments(red)
     red.set_defaults(func=cmd_redrive)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -35,10 +36,17 @@ from serverless_retry.policy import RetryPolicy
 
 from serverless_retry_tools.attempt_rows import AttemptRow
 from serverless_retry_tools.commands import simulate_report
-from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, http_status, int_range
+from serverless_retry_tools.commands.args import (
+    EXAMPLES_FORMATTER,
+    UsageError,
+    error_class_name,
+    http_status,
+    int_range,
+    retry_after,
+)
 from serverless_retry_tools.policy_input import load_policy
 
-__all__ = ["AttemptRow", "attempt_rows", "load_policy", "register", "synthetic_error"]
+__all__ = ["AttemptRow", "attempt_rows", "load_policy", "native_rows", "register", "synthetic_error"]
 
 SOURCE = "arn:aws:sqs:us-east-1:123456789012:simulated"
 
@@ -104,6 +112,40 @@ def attempt_rows(
     return rows
 
 
+def native_rows(visibility_seconds: int, max_receive_count: int) -> list[AttemptRow]:
+    """Native retry (a plain handler, the queue's redrive policy): a failing message is not deleted,
+    so it reappears when its visibility timeout ends and is received again at once (pollers wait on
+    the queue). Receive k runs at (k - 1) x visibility; after receive ``max_receive_count`` fails it
+    is visible again at max_receive_count x visibility, and the next receive finds SQS has moved it
+    to the DLQ: the last row's ``delay_seconds`` is that wait, one visibility timeout."""
+    rows = [
+        AttemptRow(
+            k,
+            "retry",
+            visibility_seconds,
+            "native",
+            (k - 1) * visibility_seconds,
+            0,
+            f"not deleted: visible again after the {visibility_seconds} s visibility timeout",
+        )
+        for k in range(1, max_receive_count)
+    ]
+    last = (max_receive_count - 1) * visibility_seconds
+    rows.append(
+        AttemptRow(
+            max_receive_count,
+            "dead-letter",
+            visibility_seconds,
+            "native",
+            last,
+            0,
+            f"receive {max_receive_count} of maxReceiveCount {max_receive_count}: SQS moves it to the DLQ "
+            f"at {last + visibility_seconds} s",
+        )
+    )
+    return rows
+
+
 def _start(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -114,10 +156,8 @@ def _start(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    simulate_report.check_arguments(args)
+def _policy_rows(args: argparse.Namespace, start: datetime) -> tuple[list[AttemptRow], RetryPolicy]:
     policy = load_policy(args.policy)
-    start: datetime = args.start or datetime.now(UTC).replace(microsecond=0)
     fifo = args.fifo is not None
     queue = QueueFacts(
         fifo=fifo,
@@ -134,11 +174,90 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         message_id=args.message_id,
     )
-    kind = f"FIFO {args.fifo}" if fifo else "standard"
-    print(
-        f"first failure at {start:%Y-%m-%dT%H:%M:%SZ} (--start); {kind} queue, retention {args.retention} s; "
-        f"jitter seed {args.seed} for message id {args.message_id!r}"
-    )
+    return rows, policy
+
+
+def _check(args: argparse.Namespace) -> None:
+    simulate_report.check_arguments(args)
+    if args.native:
+        given = [
+            flag
+            for flag, value in (("--policy", args.policy), ("--fifo", args.fifo), ("--status", args.status))
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"--native: {', '.join(given)} do not apply: native retry has no policy, only the queue's "
+                "visibility timeout and maxReceiveCount (--visibility-timeout, --max-receive-count)"
+            )
+    elif args.policy is None:
+        raise UsageError("--policy: required (or --native, to model the queue's own redrive policy)")
+
+
+def _row_json(row: AttemptRow, start: datetime) -> dict[str, Any]:
+    wait_ends = start + timedelta(seconds=row.at_seconds + row.delay_seconds)
+    return {
+        "attempt": row.attempt,
+        "action": row.action,
+        "delay_seconds": row.delay_seconds,
+        "transport": row.transport,
+        "hops": row.hops,
+        "at_seconds": row.at_seconds,
+        "next_at": f"{wait_ends:%Y-%m-%dT%H:%M:%SZ}" if row.retried else None,
+        "dead_letter_at_seconds": row.at_seconds + row.delay_seconds if row.action == "dead-letter" else None,
+        "reason": row.reason,
+    }
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    _check(args)
+    start: datetime = args.start or datetime.now(UTC).replace(microsecond=0)
+    fifo = args.fifo is not None
+    if args.native:
+        rows = native_rows(args.visibility_timeout, args.max_receive_count)
+        budget: int | None = args.max_receive_count
+        max_age: float | None = None
+        title = (
+            f"native retry: visibility {args.visibility_timeout} s, maxReceiveCount {args.max_receive_count}"
+        )
+    else:
+        rows, policy = _policy_rows(args, start)
+        # The budget this error is held to: its rule's max_attempts when the rule sets one.
+        matched = policy.match(synthetic_error(args.error, args.status, args.message, args.retry_after))
+        budget = matched[1].max_attempts if matched and matched[1].max_attempts else policy.max_attempts
+        max_age = policy.max_age_seconds
+        title = f"{args.error if args.status is None else f'HTTP {args.status}'}: retry timeline"
+    if args.json:
+        document: dict[str, Any] = {
+            "start": f"{start:%Y-%m-%dT%H:%M:%SZ}",
+            "native": args.native,
+            "attempts": [_row_json(row, start) for row in rows],
+            "stopped_at_max_attempts": bool(rows and rows[-1].retried),
+        }
+        document.update(simulate_report.json_parts(rows, args, fifo=fifo))
+        if args.plot:
+            document["plot"] = str(
+                simulate_report.plot(rows, args, max_attempts=budget, max_age_seconds=max_age, title=title)
+            )
+        print(json.dumps(document, indent=2))
+        return 0
+    _print_rows(args, rows, start, fifo)
+    simulate_report.emit(rows, args, max_attempts=budget, max_age_seconds=max_age, title=title, fifo=fifo)
+    return 0
+
+
+def _print_rows(args: argparse.Namespace, rows: list[AttemptRow], start: datetime, fifo: bool) -> None:
+    if args.native:
+        print(
+            f"first receive at {start:%Y-%m-%dT%H:%M:%SZ} (--start); native retry: visibility timeout "
+            f"{args.visibility_timeout} s, maxReceiveCount {args.max_receive_count}"
+        )
+    else:
+        kind = f"FIFO {args.fifo}" if fifo else "standard"
+        print(
+            f"first failure at {start:%Y-%m-%dT%H:%M:%SZ} (--start); {kind} queue, retention {args.retention} s; "
+            f"jitter seed {args.seed} for message id {args.message_id!r}"
+        )
     print(
         f"{'attempt':>7}  {'action':<18} {'delay_s':>8}  {'transport':<10} {'hops':>4}  "
         f"{'next attempt at (logical)':<25} reason"
@@ -152,23 +271,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         )
     if rows and rows[-1].retried:
         print(f"(stopped after {args.max_attempts} attempts: raise --max-attempts to see more)")
-    # The budget this error is held to: its rule's max_attempts when the rule sets one.
-    matched = policy.match(synthetic_error(args.error, args.status, args.message, args.retry_after))
-    budget = matched[1].max_attempts if matched and matched[1].max_attempts else policy.max_attempts
-    simulate_report.emit(
-        rows,
-        args,
-        max_attempts=budget,
-        max_age_seconds=policy.max_age_seconds,
-        title=f"{args.error if args.status is None else f'HTTP {args.status}'}: retry timeline",
-        fifo=fifo,
-    )
-    return 0
+    if args.native:
+        dlq = rows[-1].at_seconds + rows[-1].delay_seconds
+        print(
+            f"in the DLQ {dlq:g} s after the first receive: maxReceiveCount {args.max_receive_count} x "
+            f"visibility {args.visibility_timeout} s (the last receive at {rows[-1].at_seconds:g} s)"
+        )
 
 
 EXAMPLES = """\
 examples:
   serverless-retry simulate --policy policy.json --error TimeoutError
+  serverless-retry simulate --policy policy.json --error TimeoutError --rate 5000/s
+  serverless-retry simulate --native --visibility-timeout 180 --max-receive-count 5 --plot native.png
   serverless-retry simulate --policy policy.json --status 429 --retry-after 120 --plot timeline.png
   serverless-retry simulate --policy '{"max_attempts": 3}' --error ValueError --fifo ordered --no-cost
 """
@@ -182,11 +297,20 @@ def register(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FORMATTER,
     )
-    sim.add_argument("--policy", required=True, help="policy JSON, inline or a file path")
-    sim.add_argument("--error", default="RuntimeError", help="exception class name (default RuntimeError)")
+    sim.add_argument("--policy", help="policy JSON, inline or a file path (required unless --native)")
+    sim.add_argument(
+        "--error",
+        type=error_class_name,
+        default="RuntimeError",
+        help="exception class name (default RuntimeError)",
+    )
     sim.add_argument("--status", type=http_status, help="an HTTP status: simulates HttpError(status)")
     sim.add_argument("--message", default="", help="the error message (for message_regex rules)")
-    sim.add_argument("--retry-after", help="a Retry-After value the error carries (seconds or HTTP date)")
+    sim.add_argument(
+        "--retry-after",
+        type=retry_after,
+        help="a Retry-After value the error carries (seconds or HTTP date)",
+    )
     sim.add_argument(
         "--start",
         type=_start,
@@ -214,5 +338,26 @@ def register(sub: Any) -> None:
     sim.add_argument(
         "--max-attempts", type=int_range(1, 10_000), default=50, help="stop after this many attempts"
     )
+    native = sim.add_argument_group("native retry (a plain handler and the queue's redrive policy)")
+    native.add_argument(
+        "--native",
+        action="store_true",
+        help="model SQS's own retry: no policy, the message reappears each visibility timeout",
+    )
+    native.add_argument(
+        "--visibility-timeout",
+        type=int_range(0, 43_200),
+        default=30,
+        help="--native: the queue's visibility timeout, seconds (default 30, SQS's)",
+    )
+    native.add_argument(
+        "--max-receive-count",
+        type=int_range(1, 1000),
+        default=5,
+        help="--native: the redrive policy's maxReceiveCount (default 5)",
+    )
     simulate_report.add_arguments(sim)
+    sim.add_argument(
+        "--json", action="store_true", help="the attempts, cost and capacity as one JSON document"
+    )
     sim.set_defaults(func=cmd_simulate)

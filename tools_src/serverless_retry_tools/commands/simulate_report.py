@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from serverless_retry_tools.attempt_rows import AttemptRow
-from serverless_retry_tools.commands.args import UsageError, int_range
-from serverless_retry_tools.cost import CostModel, render
+from serverless_retry_tools.capacity import Capacity, capacity, render_capacity
+from serverless_retry_tools.commands.args import UsageError, int_range, rate
+from serverless_retry_tools.cost import CostModel, compare, render
 
-__all__ = ["add_arguments", "check_arguments", "emit", "model_from_args"]
+__all__ = ["add_arguments", "check_arguments", "emit", "json_parts", "model_from_args", "plot"]
 
 
 def _positive_float(text: str) -> float:
@@ -23,6 +25,24 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+    return value
+
+
+def _failure_rate(text: str) -> float:
+    """Messages per second, as redrive's --rate reads them, without its per-command ceiling."""
+    try:
+        return rate(text)
+    except argparse.ArgumentTypeError:
+        pass
+    number, _, unit = text.strip().partition("/")
+    try:
+        value = float(number) / (60 if unit.strip() == "m" else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected messages per second like 5000/s or 30/m, got {text!r}"
+        ) from None
+    if unit.strip() not in ("", "s", "m") or not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"expected messages per second like 5000/s or 30/m, got {text!r}")
     return value
 
 
@@ -45,6 +65,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration-ms", type=_positive_float, default=100.0, help="processing time per attempt (default 100)"
     )
     group.add_argument("--architecture", choices=("arm64", "x86_64"), default="arm64", help="default arm64")
+    group.add_argument(
+        "--rate",
+        type=_failure_rate,
+        help="capacity: this many messages per second fail like this (5000/s): each AWS API's calls "
+        "against its default quota, the monthly cost, what takes over at a quota",
+    )
+    group.add_argument(
+        "--no-claims",
+        dest="claims",
+        action="store_false",
+        help="capacity: no claims table (DynamoDB) in the deployment",
+    )
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -80,10 +112,62 @@ def emit(
     out = out or sys.stdout
     if args.cost:
         out.write("\n" + "\n".join(render(rows, model_from_args(args, fifo=fifo))) + "\n")
+    if args.rate is not None:
+        out.write("\n" + "\n".join(render_capacity(_capacity(rows, args, fifo))) + "\n")
     if args.plot:
-        from serverless_retry_tools.timeline import plot_timeline
-
-        path = plot_timeline(
-            rows, args.plot, max_attempts=max_attempts, max_age_seconds=max_age_seconds, title=title
-        )
+        path = plot(rows, args, max_attempts=max_attempts, max_age_seconds=max_age_seconds, title=title)
         out.write(f"timeline written to {path}\n")
+
+
+def _capacity(rows: Sequence[AttemptRow], args: argparse.Namespace, fifo: bool) -> Capacity:
+    return capacity(rows, model_from_args(args, fifo=fifo), args.rate, claims=args.claims)
+
+
+def plot(
+    rows: Sequence[AttemptRow],
+    args: argparse.Namespace,
+    *,
+    max_attempts: int | None,
+    max_age_seconds: float | None,
+    title: str,
+) -> Path:
+    from serverless_retry_tools.timeline import plot_timeline
+
+    return plot_timeline(
+        rows,
+        args.plot,
+        max_attempts=max_attempts,
+        max_age_seconds=max_age_seconds,
+        title=title,
+        budget_label="maxReceiveCount" if getattr(args, "native", False) else "max_attempts",
+    )
+
+
+def json_parts(rows: Sequence[AttemptRow], args: argparse.Namespace, *, fifo: bool = False) -> dict[str, Any]:
+    """The cost (per million messages) and, with --rate, the capacity, for ``simulate --json``."""
+    parts: dict[str, Any] = {}
+    model = model_from_args(args, fifo=fifo)
+    if args.cost:
+        parts["cost_per_million"] = {
+            line.name: {"possible": line.possible, "note": line.note, **line.dollars(model)}
+            for line in compare(rows, model)
+        }
+    if args.rate is not None:
+        result = _capacity(rows, args, fifo)
+        parts["capacity"] = {
+            "rate_per_second": result.rate,
+            "apis": [
+                {
+                    "api": load.api,
+                    "value": load.value,
+                    "unit": load.unit,
+                    "quota": load.quota,
+                    "over": load.over,
+                }
+                for load in result.loads
+            ],
+            "monthly_dollars": result.monthly_dollars,
+            "takeover": list(result.takeover),
+            "hops_share": result.hops_share,
+        }
+    return parts
