@@ -119,6 +119,7 @@ class ConsumerMetrics:
             or counts.redelayed
             or counts.scheduler_fallback
             or counts.refused
+            or counts.claims_unavailable
             or counts.retry_scheduled
         ):  # the success path: one line, its shape ready since cold start
             return [self._shape(("Processed",)).render(now_ms, (float(counts.processed),))]
@@ -134,6 +135,7 @@ class ConsumerMetrics:
             ("Redelayed", counts.redelayed),
             ("SchedulerFallback", counts.scheduler_fallback),
             ("WrongSource", counts.refused),
+            ("ClaimsUnavailable", counts.claims_unavailable),
         ):
             if value:
                 names += (name,)

@@ -71,3 +71,10 @@ def _documented_powertools(counts: BatchCounts) -> list[str]:
 def test_fast_path_lines_equal_documented_powertools_metrics(counts: BatchCounts) -> None:
     ours = ConsumerMetrics(namespace=NAMESPACE, service=SERVICE).lines(counts)
     assert _documents(ours) == _documents(_documented_powertools(counts))
+
+
+def test_a_claims_table_that_does_not_answer_is_a_metric_of_its_own() -> None:
+    [line] = ConsumerMetrics().lines(BatchCounts(processed=2, claims_unavailable=3))
+    document = json.loads(line)
+    assert document["ClaimsUnavailable"] == [3.0]
+    assert document["Processed"] == [2.0]
