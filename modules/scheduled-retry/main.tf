@@ -55,6 +55,8 @@ module "consumer" {
 
   name              = var.name
   package           = var.package
+  s3_package        = var.s3_package
+  layers            = var.layers
   processor         = var.processor
   handler           = var.handler
   retry_policy_json = module.policy.policy_json
@@ -90,7 +92,7 @@ module "consumer" {
   } : null
 
   runtime                         = var.runtime
-  architecture                    = var.architecture
+  architectures                   = var.architectures
   memory_size                     = var.memory_size
   timeout                         = var.timeout
   reserved_concurrency            = var.reserved_concurrency
@@ -106,5 +108,8 @@ module "consumer" {
   maximum_concurrency             = var.maximum_concurrency
   idempotency_table_arn           = var.idempotency_table_arn
   permissions_boundary_arn        = var.permissions_boundary_arn
+  vpc                             = var.vpc
+  role_arn                        = var.role_arn
+  policy_statements               = var.policy_statements
   tags                            = var.tags
 }
