@@ -186,7 +186,7 @@ variable "runtime" {
 }
 
 variable "architectures" {
-  description = "Instruction set of the function, as Lambda takes it: [\"arm64\"] or [\"x86_64\"]. The serverless_retry package holds its one native extension (RE2) for both; your requirements must be built for the one chosen (serverless-retry package --architecture), and so must the layers."
+  description = "Instruction set of the function, as Lambda takes it: [\"arm64\"] or [\"x86_64\"]. The serverless_retry package holds its one native extension (RE2) for both; your requirements must be built for the one chosen (serverless-retry package builds for either), and so must the layers."
   type        = list(string)
   default     = ["arm64"]
   nullable    = false

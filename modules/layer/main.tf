@@ -1,5 +1,5 @@
 # A Lambda layer version, published from a local zip or an S3 object: typically serverless_retry and
-# its dependencies (`serverless-retry package --layer`, `python/` layout), so that the functions'
+# its dependencies (built by `serverless-retry package`, `python/` layout), so that the functions'
 # own zips hold only their code. Its `arn` output goes into the other modules' `layers` input.
 resource "aws_lambda_layer_version" "this" {
   layer_name  = var.name

@@ -9,7 +9,7 @@ variable "name" {
 }
 
 variable "package" {
-  description = "Path of the layer zip (its Python code under `python/`; `serverless-retry package --layer` builds one). Give exactly one of package and s3_package; a zip above 50 MB must go through S3 (Lambda's limit for a direct upload)."
+  description = "Path of the layer zip (its Python code under `python/`; `serverless-retry package` builds one). Give exactly one of package and s3_package; a zip above 50 MB must go through S3 (Lambda's limit for a direct upload)."
   type        = string
   default     = null
 
@@ -20,7 +20,7 @@ variable "package" {
 
   validation {
     condition     = var.package == null ? true : fileexists(var.package)
-    error_message = "package ${coalesce(var.package, "null")} does not exist: build it with serverless-retry package --layer, or give the path of your own zip (or set s3_package instead)."
+    error_message = "package ${coalesce(var.package, "null")} does not exist: build it with serverless-retry package, or give the path of your own zip (or set s3_package instead)."
   }
 }
 
@@ -70,7 +70,7 @@ variable "compatible_runtimes" {
 }
 
 variable "compatible_architectures" {
-  description = "Instruction sets the layer is for: both (the default) when its native code is built for both, as the serverless_retry release layer's is; [\"arm64\"] or [\"x86_64\"] for a layer built for one (serverless-retry package --architecture)."
+  description = "Instruction sets the layer is for: both (the default) when its native code is there for both (or it has none); [\"arm64\"] or [\"x86_64\"] for a layer built for one (serverless-retry package builds for either)."
   type        = list(string)
   default     = ["arm64", "x86_64"]
   nullable    = false

@@ -170,7 +170,7 @@ variable "pipe_log_level" {
 }
 
 variable "package" {
-  description = "Path of a local deployment zip: the serverless_retry package (`./build.sh release` puts it in dist/), whose handlers the enrichment and redrive functions run, or any zip when serverless_retry comes in a layer. Give exactly one of package and s3_package."
+  description = "Path of a local deployment zip: the serverless_retry package (`./build.sh package` builds dist/serverless-retry.zip), whose handlers the enrichment and redrive functions run, or any zip when serverless_retry comes in a layer. Give exactly one of package and s3_package."
   type        = string
   default     = null
 
