@@ -258,6 +258,13 @@ resource "aws_iam_role" "this" {
   assume_role_policy   = data.aws_iam_policy_document.trust.json
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags
+
+  # A renamed role (such as "<name>-consumer" -> "<name>" on upgrade) is replaced: the new one and its
+  # policy first, then the function moves to it, and only then the old one goes, so the function
+  # never runs under a deleted role.
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 resource "aws_iam_role_policy" "this" {
@@ -266,6 +273,11 @@ resource "aws_iam_role_policy" "this" {
   name   = "serverless-retry-consumer"
   role   = aws_iam_role.this[0].id
   policy = data.aws_iam_policy_document.consumer.json
+
+  # With the role: a replaced role's policy stays until the function has moved to the new role.
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 resource "aws_iam_role_policy" "extra" {
@@ -274,6 +286,10 @@ resource "aws_iam_role_policy" "extra" {
   name   = "extra"
   role   = aws_iam_role.this[0].id
   policy = data.aws_iam_policy_document.extra.json
+
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 # The role and its policy became optional (role_arn); the role is also renamed from
