@@ -455,7 +455,7 @@ variable "enrichment_role_arn" {
 
 
 variable "redrive_role_arn" {
-  description = "Bring your own role for the redrive function: its ARN, and the module creates no role for it. Attach the `redrive_policy_json` output (what the function needs, nothing more) to it before the function is created. null (the default): the module creates the role `<name>-redrive`."
+  description = "Bring your own role for the redrive function: its ARN, and the module creates no role for it. Attach the `redrive_policy_json` output (what the function needs, nothing more) to it before the function is configured: Lambda checks that the role may send to the function's on-failure destination (the module README shows how to make the ARN wait for the attachment). null (the default): the module creates the role `<name>-redrive`."
   type        = string
   default     = null
 
