@@ -23,6 +23,11 @@ output "function_name" {
   value       = module.consumer.function_name
 }
 
+output "role_name" {
+  description = "The consumer function's role."
+  value       = module.consumer.role_name
+}
+
 output "handler" {
   description = "The deployed handler: native_orders.<release>.handler."
   value       = "native_orders.${var.release}.handler"

@@ -33,6 +33,11 @@ output "function_name" {
   value       = module.orders.function_name
 }
 
+output "consumer_role_name" {
+  description = "The consumer function's role."
+  value       = module.orders.consumer_role_name
+}
+
 output "schedule_group_name" {
   description = "Schedule group of retries longer than 15 minutes."
   value       = module.orders.schedule_group_name

@@ -1,6 +1,11 @@
 locals {
   # Every schedule of the group: arn:<partition>:scheduler:<region>:<account>:schedule/<group>/*
   schedule_arn_pattern = var.scheduler == null ? null : "${replace(var.scheduler.schedule_group_arn, ":schedule-group/", ":schedule/")}/*"
+
+  # The role the module creates, or the one brought (role_arn): no role is created then.
+  create_role = var.role_arn == null
+  role_arn    = local.create_role ? aws_iam_role.this[0].arn : var.role_arn
+  role_name   = local.create_role ? aws_iam_role.this[0].name : element(split("/", var.role_arn), length(split("/", var.role_arn)) - 1)
 }
 
 # Concern: who may assume the role.
@@ -176,6 +181,80 @@ data "aws_iam_policy_document" "idempotency" {
   }
 }
 
+# Concern: the network interfaces Lambda creates for the function in your VPC, with the function's
+# role (the actions AWS's AWSLambdaVPCAccessExecutionRole grants, narrowed to what its resources allow).
+data "aws_caller_identity" "current" {
+  count = var.vpc == null ? 0 : 1
+}
+
+data "aws_iam_policy_document" "network" {
+  dynamic "statement" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      # Created only in the given subnets, with the given security groups (an ENI create is authorised
+      # on all three resource types). Subnet and security group IDs are unique across accounts, so any
+      # owner account is allowed: a shared VPC's subnets belong to another account.
+      sid     = "CreateNetworkInterfacesInSubnets"
+      actions = ["ec2:CreateNetworkInterface"]
+      resources = concat(
+        ["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current[0].account_id}:network-interface/*"],
+        [for id in statement.value.subnet_ids : "arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:*:subnet/${id}"],
+        [for id in statement.value.security_group_ids : "arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:*:security-group/${id}"],
+      )
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      # The interfaces' IDs are made at run time, so this account's and region's interfaces: Lambda's
+      # guide warns that a DeleteNetworkInterface narrower than that can strand the function's
+      # interfaces (and narrowing it to today's subnets would strand those of yesterday's).
+      sid       = "ManageOwnNetworkInterfaces"
+      actions   = ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
+      resources = ["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current[0].account_id}:network-interface/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      #checkov:skip=CKV_AWS_356:DescribeNetworkInterfaces and DescribeSubnets support no resource-level permissions; "*" is the only resource they accept, limited here to the function's region.
+      sid       = "DescribeNetwork"
+      actions   = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
+      resources = ["*"]
+
+      condition {
+        test     = "StringEquals"
+        variable = "aws:RequestedRegion"
+        values   = [data.aws_region.current.name]
+      }
+    }
+  }
+}
+
+# Concern: what the user's processor needs besides (policy_statements), in a policy of its own.
+data "aws_iam_policy_document" "extra" {
+  dynamic "statement" {
+    for_each = var.policy_statements
+    content {
+      sid       = statement.value.sid
+      effect    = statement.value.effect
+      actions   = statement.value.actions
+      resources = statement.value.resources
+
+      dynamic "condition" {
+        for_each = statement.value.conditions
+        content {
+          test     = condition.value.test
+          variable = condition.value.variable
+          values   = condition.value.values
+        }
+      }
+    }
+  }
+}
+
 data "aws_iam_policy_document" "consumer" {
   source_policy_documents = [
     data.aws_iam_policy_document.consume.json,
@@ -189,19 +268,60 @@ data "aws_iam_policy_document" "consumer" {
     data.aws_iam_policy_document.claims.json,
     data.aws_iam_policy_document.claims_kms.json,
     data.aws_iam_policy_document.idempotency.json,
+    data.aws_iam_policy_document.network.json,
   ]
 }
 
 resource "aws_iam_role" "this" {
-  name                 = "${var.name}-consumer"
+  count = local.create_role ? 1 : 0
+
+  name                 = var.name
   description          = local.native ? "SQS consumer ${var.name}: consumes its queue; SQS redelivers and dead-letters." : "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
   assume_role_policy   = data.aws_iam_policy_document.trust.json
   permissions_boundary = var.permissions_boundary_arn
   tags                 = var.tags
+
+  # A renamed role (such as "<name>-consumer" -> "<name>" on upgrade) is replaced: the new one and its
+  # policy first, then the function moves to it, and only then the old one goes, so the function
+  # never runs under a deleted role.
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 resource "aws_iam_role_policy" "this" {
+  count = local.create_role ? 1 : 0
+
   name   = "serverless-retry-consumer"
-  role   = aws_iam_role.this.id
+  role   = aws_iam_role.this[0].id
   policy = data.aws_iam_policy_document.consumer.json
+
+  # With the role: a replaced role's policy stays until the function has moved to the new role.
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+resource "aws_iam_role_policy" "extra" {
+  count = local.create_role && length(var.policy_statements) > 0 ? 1 : 0
+
+  name   = "extra"
+  role   = aws_iam_role.this[0].id
+  policy = data.aws_iam_policy_document.extra.json
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+# The role and its policy became optional (role_arn); the role is also renamed from
+# "<name>-consumer" to "<name>", which replaces it.
+moved {
+  from = aws_iam_role.this
+  to   = aws_iam_role.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.this
+  to   = aws_iam_role_policy.this[0]
 }

@@ -134,19 +134,25 @@ resource "aws_cloudwatch_log_group" "this" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_116:The SQS event source mapping invokes the function synchronously, and a function DLQ only catches asynchronous invocations; failed records go to the queue's own DLQ (redrive_policy) and the retry-exhausted queue.
-  #checkov:skip=CKV_AWS_117:The consumer calls only AWS APIs (SQS, EventBridge Scheduler, CloudWatch Logs); running it in a VPC would add NAT or endpoint requirements and protect nothing.
+  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the consumer calls only AWS APIs (SQS, EventBridge Scheduler, CloudWatch Logs), and in a VPC it needs a NAT gateway or endpoints for each; run it there when your processor must reach private resources.
   #checkov:skip=CKV_AWS_272:Code signing is opt-in (code_signing_config_arn): it needs an AWS Signer profile and a zip signed by a Signer job, which a locally built package cannot be; when it is null, the zip deployed is the one whose SHA-256 the plan pins (source_code_hash).
-  function_name    = var.name
-  description      = local.native ? "SQS consumer ${local.handler}: failed records return with the visibility timeout, then go to the DLQ." : "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
-  role             = aws_iam_role.this.arn
-  filename         = var.package
-  source_code_hash = filebase64sha256(var.package)
-  handler          = local.handler
-  runtime          = var.runtime
-  architectures    = [var.architecture]
-  memory_size      = var.memory_size
-  timeout          = var.timeout
-  kms_key_arn      = var.environment_kms_key_arn
+  function_name = var.name
+  description   = local.native ? "SQS consumer ${local.handler}: failed records return with the visibility timeout, then go to the DLQ." : "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
+  role          = local.role_arn
+  # The code: a local zip (its hash redeploys a new build) or an S3 object (a new version, or the
+  # hash given, redeploys); the layers come on top, e.g. serverless_retry from the layer module.
+  filename          = var.package
+  s3_bucket         = try(var.s3_package.bucket, null)
+  s3_key            = try(var.s3_package.key, null)
+  s3_object_version = try(var.s3_package.object_version, null)
+  source_code_hash  = var.package != null ? filebase64sha256(var.package) : try(var.s3_package.source_code_hash, null)
+  layers            = var.layers
+  handler           = local.handler
+  runtime           = var.runtime
+  architectures     = var.architectures
+  memory_size       = var.memory_size
+  timeout           = var.timeout
+  kms_key_arn       = var.environment_kms_key_arn
 
   code_signing_config_arn = var.code_signing_config_arn
 
@@ -160,13 +166,31 @@ resource "aws_lambda_function" "this" {
     mode = var.tracing ? "Active" : "PassThrough"
   }
 
+  dynamic "vpc_config" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
   tags = var.tags
 
   # The log group must exist first (or Lambda creates one without retention), and the role's
-  # permissions before the first invocation.
-  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this]
+  # permissions before the first invocation (in a VPC, Lambda creates the network interfaces with them).
+  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this, aws_iam_role_policy.extra]
 
   lifecycle {
+    precondition {
+      condition     = (var.package == null) != (var.s3_package == null)
+      error_message = "Give the function's code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
+    }
+
+    precondition {
+      condition     = var.role_arn == null || length(var.policy_statements) == 0
+      error_message = "policy_statements add to the role the module creates, but role_arn brings your own role: attach your statements to it yourself (next to the policy_json output), or leave role_arn null."
+    }
+
     precondition {
       condition     = local.native ? var.handler != null && var.retry_policy_json == null && var.scheduler == null : var.retry_policy_json != null && var.queue.exhausted_queue_url != null && var.queue.exhausted_queue_arn != null
       error_message = local.native ? "processor is null, so the function is your own plain handler (native SQS retry): give handler (\"module.function\" of a handler that reports batch item failures), and leave retry_policy_json and scheduler null, which only the serverless_retry consumer reads." : "With a processor, the serverless_retry consumer needs retry_policy_json and the queue's exhausted_queue_url and exhausted_queue_arn (the queue module's outputs, with exhausted_queue = true). For your own plain handler instead, set processor = null and give handler."

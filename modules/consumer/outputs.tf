@@ -9,18 +9,33 @@ output "function_arn" {
 }
 
 output "role_arn" {
-  description = "ARN of the function's execution role."
-  value       = aws_iam_role.this.arn
+  description = "ARN of the function's execution role: the one the module created, or role_arn."
+  value       = local.role_arn
 }
 
 output "role_name" {
-  description = "Name of the function's execution role."
-  value       = aws_iam_role.this.name
+  description = "Name of the function's execution role (attach more policies to it by this name)."
+  value       = local.role_name
+}
+
+output "role_created" {
+  description = "Whether the module created the role (false with role_arn: attach policy_json to yours)."
+  value       = local.create_role
+}
+
+output "policy_json" {
+  description = "The IAM policy (JSON) of every statement the function needs, on exact ARNs: what the module attaches to the role it creates, and what to attach to your own role with role_arn. policy_statements are not in it."
+  value       = data.aws_iam_policy_document.consumer.json
 }
 
 output "log_group_name" {
   description = "The function's log group."
   value       = aws_cloudwatch_log_group.this.name
+}
+
+output "log_group_arn" {
+  description = "ARN of the function's log group."
+  value       = aws_cloudwatch_log_group.this.arn
 }
 
 output "event_source_mapping_uuid" {
@@ -78,6 +93,7 @@ output "role_permissions" {
       data.aws_iam_policy_document.claims,
       data.aws_iam_policy_document.claims_kms,
       data.aws_iam_policy_document.idempotency,
+      data.aws_iam_policy_document.network,
     ] : [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
   ])
 }

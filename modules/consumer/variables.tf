@@ -1,26 +1,65 @@
 variable "name" {
-  description = "Function name; also the Powertools service name and the log group's `/aws/lambda/<name>`."
+  description = "Name of the function and of its role (when the module creates one); also the Powertools service name and the log group's `/aws/lambda/<name>`."
   type        = string
 
   validation {
-    # Lambda allows 64 characters; the role is "<name>-consumer" and IAM role names allow 64.
-    condition     = can(regex("^[A-Za-z0-9_-]{1,55}$", var.name))
-    error_message = "name must be 1-55 characters of letters, digits, hyphens and underscores (the role name appends \"-consumer\" and IAM allows 64)."
+    # Lambda function names and IAM role names both allow 64 characters.
+    condition     = can(regex("^[A-Za-z0-9_-]{1,64}$", var.name))
+    error_message = "name must be 1-64 characters of letters, digits, hyphens and underscores (Lambda's rule for function names; the role takes the same name)."
   }
 }
 
 variable "package" {
-  description = "Path of the deployment zip: the serverless_retry package plus your processor (`./build.sh package` builds one)."
+  description = "Path of a local deployment zip: your code, with the serverless_retry package unless it comes in a layer (`serverless-retry package` or `./build.sh package` builds one). Give exactly one of package and s3_package."
   type        = string
+  default     = null
 
   validation {
-    condition     = endswith(var.package, ".zip")
-    error_message = "package must be the path of a .zip file (build one with ./build.sh package)."
+    condition     = var.package == null ? true : endswith(var.package, ".zip")
+    error_message = "package must be the path of a .zip file (build one with serverless-retry package), or null with s3_package."
   }
 
   validation {
-    condition     = fileexists(var.package)
-    error_message = "package ${var.package} does not exist: build it with ./build.sh package, or give the path of your own zip."
+    condition     = var.package == null ? true : fileexists(var.package)
+    error_message = "package ${coalesce(var.package, "null")} does not exist: build it with serverless-retry package, or give the path of your own zip (or set s3_package instead)."
+  }
+}
+
+variable "s3_package" {
+  description = "The deployment zip as an S3 object, instead of package: bucket (in the function's region), key, and object_version (optional: with it, a new version redeploys). source_code_hash (optional, base64 SHA-256 of the zip, as `filebase64sha256` gives) redeploys when the object changes under the same key and version."
+  type = object({
+    bucket           = string
+    key              = string
+    object_version   = optional(string)
+    source_code_hash = optional(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.s3_package == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.s3_package.bucket)) && length(var.s3_package.key) >= 1 && length(var.s3_package.key) <= 1024
+    error_message = "s3_package needs bucket, an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens), and key, the object key of the zip (1-1024 characters)."
+  }
+
+  validation {
+    condition     = var.s3_package == null ? true : (var.s3_package.source_code_hash == null ? true : can(regex("^[A-Za-z0-9+/]{43}=$", var.s3_package.source_code_hash)))
+    error_message = "s3_package.source_code_hash must be the base64-encoded SHA-256 of the zip (44 characters, as filebase64sha256() or `openssl dgst -sha256 -binary x.zip | base64` gives), or null."
+  }
+}
+
+variable "layers" {
+  description = "Lambda layer version ARNs for the function (at most 5, in order), e.g. the layer module's `arn` holding serverless_retry, so that package holds only your code; or AWS's public Powertools layer with a layer built without Powertools."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.layers) <= 5
+    error_message = "layers takes at most 5 layer versions (Lambda's limit per function), got ${length(var.layers)}."
+  }
+
+  validation {
+    condition     = alltrue([for a in var.layers : can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]{1,140}:[0-9]+$", a))])
+    error_message = "Every entry of layers must be a layer version ARN, arn:<partition>:lambda:<region>:<account>:layer:<name>:<version> (the version number included); offending: ${join(", ", [for a in var.layers : a if !can(regex("^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:layer:[A-Za-z0-9_-]{1,140}:[0-9]+$", a))])}."
   }
 }
 
@@ -146,15 +185,15 @@ variable "runtime" {
   }
 }
 
-variable "architecture" {
-  description = "Instruction set of the function. The package is pure Python, so both work."
-  type        = string
-  default     = "arm64"
+variable "architectures" {
+  description = "Instruction set of the function, as Lambda takes it: [\"arm64\"] or [\"x86_64\"]. The serverless_retry package holds its one native extension (RE2) for both; your requirements must be built for the one chosen (serverless-retry package builds for either), and so must the layers."
+  type        = list(string)
+  default     = ["arm64"]
   nullable    = false
 
   validation {
-    condition     = contains(["arm64", "x86_64"], var.architecture)
-    error_message = "architecture must be arm64 or x86_64."
+    condition     = length(var.architectures) == 1 && alltrue([for a in var.architectures : contains(["arm64", "x86_64"], a)])
+    error_message = "architectures must be [\"arm64\"] or [\"x86_64\"]: Lambda runs a function on exactly one instruction set, got ${jsonencode(var.architectures)}."
   }
 }
 
@@ -347,9 +386,81 @@ variable "claims" {
 }
 
 variable "permissions_boundary_arn" {
-  description = "Optional permissions boundary for the function's role."
+  description = "Optional permissions boundary for the function's role (when the module creates it)."
   type        = string
   default     = null
+}
+
+variable "vpc" {
+  description = "Run the function in your VPC: subnet_ids (1-16) and security_group_ids (1-5), both given, or vpc = null (the default) for none. The role gets the network-interface permissions Lambda needs, on these subnets and security groups. The function then reaches SQS, EventBridge Scheduler, DynamoDB and CloudWatch Logs only through a NAT gateway or VPC endpoints of those services."
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.vpc == null ? true : length(var.vpc.subnet_ids) >= 1 && length(var.vpc.subnet_ids) <= 16 && alltrue([for s in var.vpc.subnet_ids : can(regex("^subnet-[0-9a-f]{8,17}$", s))])
+    error_message = "vpc.subnet_ids must hold 1 to 16 subnet IDs (subnet-<hex>), Lambda's limit; to leave the VPC, set vpc = null rather than empty lists."
+  }
+
+  validation {
+    condition     = var.vpc == null ? true : length(var.vpc.security_group_ids) >= 1 && length(var.vpc.security_group_ids) <= 5 && alltrue([for s in var.vpc.security_group_ids : can(regex("^sg-[0-9a-f]{8,17}$", s))])
+    error_message = "vpc.security_group_ids must hold 1 to 5 security group IDs (sg-<hex>), Lambda's limit: a function in a VPC needs both subnets and security groups."
+  }
+}
+
+variable "role_arn" {
+  description = "Bring your own execution role: its ARN, and the module creates no role. Attach the `policy_json` output (what the function needs, nothing more) to it before the function and its event source mapping are created: Lambda checks the role can read the queue when it creates the mapping (the module README shows how to make role_arn wait for the attachment in the same root). null (the default): the module creates the role `<name>`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.role_arn == null ? true : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/([A-Za-z0-9+=,.@_-]+/)*[A-Za-z0-9+=,.@_-]{1,64}$", var.role_arn))
+    error_message = "role_arn must be an IAM role ARN (arn:<partition>:iam::<account>:role/<path/><name>), or null to let the module create the role."
+  }
+}
+
+variable "policy_statements" {
+  description = "Extra statements for the role the module creates, for what your processor calls (a table, a bucket, an API): sid (optional, letters and digits), effect (Allow, the default, or Deny), actions, resources and conditions ({test, variable, values}). They go in their own inline policy `extra`, apart from the module's. Not with role_arn: your own role takes your statements directly."
+  type = list(object({
+    sid       = optional(string)
+    effect    = optional(string, "Allow")
+    actions   = list(string)
+    resources = list(string)
+    conditions = optional(list(object({
+      test     = string
+      variable = string
+      values   = list(string)
+    })), [])
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition     = alltrue([for s in var.policy_statements : s.sid == null ? true : can(regex("^[A-Za-z0-9]{1,128}$", s.sid))]) && length(distinct(compact([for s in var.policy_statements : s.sid]))) == length(compact([for s in var.policy_statements : s.sid]))
+    error_message = "policy_statements: every sid must be unique and made of letters and digits only (IAM's rule for statement ids), or left out."
+  }
+
+  validation {
+    condition     = alltrue([for s in var.policy_statements : contains(["Allow", "Deny"], s.effect)])
+    error_message = "policy_statements: effect must be \"Allow\" or \"Deny\"."
+  }
+
+  validation {
+    condition     = alltrue([for s in var.policy_statements : length(s.actions) >= 1 && alltrue([for a in s.actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9*?]+$", a)) && !can(regex(":\\*$", a))])])
+    error_message = "policy_statements: every statement needs actions as \"service:Action\" (e.g. \"dynamodb:PutItem\"), and none may be \"*\" or \"service:*\": name the actions your processor calls. Offending: ${join(", ", flatten([for s in var.policy_statements : [for a in s.actions : a if !can(regex("^[a-z0-9-]+:[A-Za-z0-9*?]+$", a)) || can(regex(":\\*$", a))]]))}."
+  }
+
+  validation {
+    condition     = alltrue([for s in var.policy_statements : length(s.resources) >= 1 && alltrue([for r in s.resources : r != ""])])
+    error_message = "policy_statements: every statement needs at least one resource (the exact ARNs it applies to)."
+  }
+
+  validation {
+    condition     = alltrue(flatten([for s in var.policy_statements : [for c in s.conditions : length(c.values) >= 1 && c.test != "" && c.variable != ""]]))
+    error_message = "policy_statements: every condition needs a test (e.g. StringEquals), a variable (e.g. aws:SourceAccount) and at least one value."
+  }
 }
 
 variable "tags" {

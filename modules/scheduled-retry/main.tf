@@ -58,6 +58,8 @@ module "consumer" {
 
   name              = var.name
   package           = var.package
+  s3_package        = var.s3_package
+  layers            = var.layers
   processor         = var.processor
   handler           = var.handler
   retry_policy_json = module.policy.policy_json
@@ -93,7 +95,7 @@ module "consumer" {
   } : null
 
   runtime                         = var.runtime
-  architecture                    = var.architecture
+  architectures                   = var.architectures
   memory_size                     = var.memory_size
   timeout                         = var.timeout
   reserved_concurrency            = var.reserved_concurrency
@@ -110,5 +112,8 @@ module "consumer" {
   idempotency_table_arn           = var.idempotency_table_arn
   claims                          = var.claims
   permissions_boundary_arn        = var.permissions_boundary_arn
+  vpc                             = var.vpc
+  role_arn                        = var.role_arn
+  policy_statements               = var.policy_statements
   tags                            = var.tags
 }

@@ -74,8 +74,28 @@ output "function_arn" {
 }
 
 output "consumer_role_arn" {
-  description = "ARN of the consumer's execution role."
+  description = "ARN of the consumer's execution role (the one created, or role_arn)."
   value       = module.consumer.role_arn
+}
+
+output "consumer_role_name" {
+  description = "Name of the consumer's execution role: attach your processor's own policies to it."
+  value       = module.consumer.role_name
+}
+
+output "consumer_policy_json" {
+  description = "The IAM policy (JSON) of what the consumer needs: attached to the role the module creates; attach it to your own role with role_arn."
+  value       = module.consumer.policy_json
+}
+
+output "log_group_arn" {
+  description = "ARN of the consumer's log group."
+  value       = module.consumer.log_group_arn
+}
+
+output "event_source_mapping_uuid" {
+  description = "UUID of the consumer's SQS event source mapping (disable it to pause the consumer)."
+  value       = module.consumer.event_source_mapping_uuid
 }
 
 output "log_group_name" {
@@ -91,6 +111,16 @@ output "schedule_group_name" {
 output "scheduler_role_arn" {
   description = "Execution role of the retry schedules, or null when the policy never needs the Scheduler."
   value       = local.needs_scheduler ? module.scheduler[0].scheduler_role_arn : null
+}
+
+output "scheduler_role_name" {
+  description = "Name of the retry schedules' execution role, or null when the policy never needs the Scheduler."
+  value       = local.needs_scheduler ? module.scheduler[0].scheduler_role_name : null
+}
+
+output "schedule_group_arn" {
+  description = "ARN of the schedule group of long retries, or null when the policy never needs the Scheduler."
+  value       = local.needs_scheduler ? module.scheduler[0].schedule_group_arn : null
 }
 
 output "retry_policy_json" {
@@ -136,4 +166,24 @@ output "operator_function_name" {
 output "operator_function_arn" {
   description = "ARN of the operator's redrive function, or null when operator_redrive is off."
   value       = local.operator ? aws_lambda_function.operator[0].arn : null
+}
+
+output "operator_role_arn" {
+  description = "ARN of the operator's redrive function's role (created, or operator_redrive.role_arn), or null when operator_redrive is off."
+  value       = local.operator_role_arn
+}
+
+output "operator_role_name" {
+  description = "Name of the operator's redrive function's role, or null when operator_redrive is off."
+  value       = local.operator_role_name
+}
+
+output "operator_policy_json" {
+  description = "The IAM policy (JSON) of what the operator's redrive function needs (attach it to operator_redrive.role_arn when you bring the role), or null when operator_redrive is off."
+  value       = local.operator ? data.aws_iam_policy_document.operator[0].json : null
+}
+
+output "operator_log_group_name" {
+  description = "The operator's redrive function's log group, or null when operator_redrive is off."
+  value       = local.operator ? aws_cloudwatch_log_group.operator[0].name : null
 }

@@ -1,5 +1,5 @@
 variable "name" {
-  description = "Base name of everything created: queues `<name>`, `<name>-dlq`, `<name>-exhausted`; function `<name>`; schedule group `<name>-retries`."
+  description = "Base name of everything created: queues `<name>`, `<name>-dlq`, `<name>-exhausted`; the consumer function and its role `<name>`; schedule group `<name>-retries` and its role `<name>-retries-scheduler`; the operator's redrive function and role `<name>-redrive`."
   type        = string
 
   validation {
@@ -9,8 +9,27 @@ variable "name" {
 }
 
 variable "package" {
-  description = "Path of the deployment zip holding the serverless_retry package and your processor (`./build.sh package`)."
+  description = "Path of the local deployment zip: your processor, with the serverless_retry package unless it comes in a layer (`serverless-retry package` builds one). Give exactly one of package and s3_package."
   type        = string
+  default     = null
+}
+
+variable "s3_package" {
+  description = "The deployment zip as an S3 object instead of package: bucket, key, and optionally object_version and source_code_hash (base64 SHA-256; redeploys when it changes). See modules/consumer."
+  type = object({
+    bucket           = string
+    key              = string
+    object_version   = optional(string)
+    source_code_hash = optional(string)
+  })
+  default = null
+}
+
+variable "layers" {
+  description = "Layer version ARNs of the consumer and the operator's redrive function (at most 5), e.g. the layer module's `arn` with serverless_retry, so that the package holds only your code."
+  type        = list(string)
+  default     = []
+  nullable    = false
 }
 
 variable "processor" {
@@ -140,11 +159,16 @@ variable "runtime" {
   nullable    = false
 }
 
-variable "architecture" {
-  description = "arm64 or x86_64."
-  type        = string
-  default     = "arm64"
+variable "architectures" {
+  description = "Instruction set of the functions: [\"arm64\"] (the default) or [\"x86_64\"]; the package and layers must be built for it."
+  type        = list(string)
+  default     = ["arm64"]
   nullable    = false
+
+  validation {
+    condition     = length(var.architectures) == 1 && alltrue([for a in var.architectures : contains(["arm64", "x86_64"], a)])
+    error_message = "architectures must be [\"arm64\"] or [\"x86_64\"]: Lambda runs a function on exactly one instruction set, got ${jsonencode(var.architectures)}."
+  }
 }
 
 variable "memory_size" {
@@ -224,9 +248,41 @@ variable "claims" {
 }
 
 variable "permissions_boundary_arn" {
-  description = "Optional permissions boundary for both roles."
+  description = "Optional permissions boundary for the roles the module creates."
   type        = string
   default     = null
+}
+
+variable "vpc" {
+  description = "Run the consumer (and the operator's redrive function) in your VPC: subnet_ids and security_group_ids, both given, or null. The roles get the network-interface permissions on exactly these; the functions then reach SQS, EventBridge Scheduler and CloudWatch Logs through a NAT gateway or VPC endpoints."
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+}
+
+variable "role_arn" {
+  description = "Bring your own role for the consumer: no role is created, and the `consumer_policy_json` output holds the statements to attach to it (before the event source mapping is created: see modules/consumer). null: the module creates the role `<name>`."
+  type        = string
+  default     = null
+}
+
+variable "policy_statements" {
+  description = "Extra statements for the consumer's role, for what your processor calls: sid (optional), effect (default Allow), actions, resources, conditions ({test, variable, values}). Not with role_arn."
+  type = list(object({
+    sid       = optional(string)
+    effect    = optional(string, "Allow")
+    actions   = list(string)
+    resources = list(string)
+    conditions = optional(list(object({
+      test     = string
+      variable = string
+      values   = list(string)
+    })), [])
+  }))
+  default  = []
+  nullable = false
 }
 
 variable "tags" {
@@ -242,7 +298,9 @@ variable "operator_redrive" {
     enabled = true the module deploys <name>-redrive from the same package: invoke it with the options
     of `serverless-retry redrive` as a JSON event to move messages from the retry-exhausted queue or the
     DLQ back to the source queue from inside AWS. It stops 10 s before its timeout, leaving the rest in
-    place; invoke it again to go on.
+    place; invoke it again to go on. It runs from the consumer's code (package or s3_package, layers),
+    architecture and VPC; role_arn brings your own role for it (attach `operator_policy_json`), and
+    policy_statements add to the role the module creates.
   EOT
   type = object({
     enabled                 = optional(bool, false)
@@ -250,9 +308,39 @@ variable "operator_redrive" {
     memory_size             = optional(number, 256)
     logs_kms_key_arn        = optional(string)
     environment_kms_key_arn = optional(string)
+    role_arn                = optional(string)
+    policy_statements = optional(list(object({
+      sid       = optional(string)
+      effect    = optional(string, "Allow")
+      actions   = list(string)
+      resources = list(string)
+      conditions = optional(list(object({
+        test     = string
+        variable = string
+        values   = list(string)
+      })), [])
+    })), [])
   })
   default  = {}
   nullable = false
+
+  validation {
+    condition     = var.operator_redrive.role_arn == null ? true : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/([A-Za-z0-9+=,.@_-]+/)*[A-Za-z0-9+=,.@_-]{1,64}$", var.operator_redrive.role_arn))
+    error_message = "operator_redrive.role_arn must be an IAM role ARN (arn:<partition>:iam::<account>:role/<path/><name>), or null to let the module create the role."
+  }
+
+  validation {
+    condition     = var.operator_redrive.role_arn == null || length(var.operator_redrive.policy_statements) == 0
+    error_message = "operator_redrive.policy_statements add to the role the module creates, but operator_redrive.role_arn brings your own: attach your statements to it yourself, or leave role_arn null."
+  }
+
+  validation {
+    condition = alltrue([for s in var.operator_redrive.policy_statements : (
+      (s.sid == null ? true : can(regex("^[A-Za-z0-9]{1,128}$", s.sid))) && contains(["Allow", "Deny"], s.effect) && length(s.resources) >= 1 &&
+      length(s.actions) >= 1 && alltrue([for a in s.actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9*?]+$", a)) && !can(regex(":\\*$", a))])
+    )])
+    error_message = "operator_redrive.policy_statements: each needs actions named as \"service:Action\" (no \"*\" or \"service:*\"), at least one resource, effect Allow or Deny, and a sid of letters and digits if any."
+  }
 
   validation {
     condition     = var.operator_redrive.timeout >= 30 && var.operator_redrive.timeout <= 900

@@ -99,20 +99,25 @@ resource "aws_cloudwatch_log_group" "enrichment" {
 
 resource "aws_lambda_function" "enrichment" {
   #checkov:skip=CKV_AWS_116:The pipe invokes the enrichment synchronously; a function DLQ only catches asynchronous invocations. A failed batch returns to the failure queue and reaches its DLQ after max_receive_count.
-  #checkov:skip=CKV_AWS_117:The enrichment calls only AWS APIs (SQS, CloudWatch Logs); running it in a VPC would add NAT or endpoint requirements and protect nothing.
-  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path whose hash Terraform pins through source_code_hash.
+  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the enrichment calls only AWS APIs (SQS, CloudWatch Logs), which in a VPC need a NAT gateway or endpoints.
+  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path or S3 object whose hash Terraform pins through source_code_hash.
   #checkov:skip=CKV_AWS_115:Concurrency is bounded by the pipe (one execution per batch of the failure queue); a reservation would only take capacity from the account's other functions.
-  function_name    = local.names.enrichment
-  description      = "serverless-retry self-healing ${var.name}: turns failure records into bus events (pipe enrichment)."
-  role             = aws_iam_role.enrichment.arn
-  filename         = var.package
-  source_code_hash = filebase64sha256(var.package)
-  handler          = "serverless_retry.handlers.enrichment.handler"
-  runtime          = var.runtime
-  architectures    = [var.architecture]
-  memory_size      = var.memory_size
-  timeout          = var.timeout
-  kms_key_arn      = var.environment_kms_key_arn
+  function_name = local.names.enrichment
+  description   = "serverless-retry self-healing ${var.name}: turns failure records into bus events (pipe enrichment)."
+  role          = local.role_arns.enrichment
+  handler       = "serverless_retry.handlers.enrichment.handler"
+  runtime       = var.runtime
+  architectures = var.architectures
+  memory_size   = var.memory_size
+  timeout       = var.timeout
+  kms_key_arn   = var.environment_kms_key_arn
+
+  filename          = var.package
+  s3_bucket         = try(var.s3_package.bucket, null)
+  s3_key            = try(var.s3_package.key, null)
+  s3_object_version = try(var.s3_package.object_version, null)
+  source_code_hash  = local.source_code_hash
+  layers            = var.layers
 
   environment {
     variables = local.enrichment_environment.applied
@@ -122,11 +127,29 @@ resource "aws_lambda_function" "enrichment" {
     mode = var.tracing ? "Active" : "PassThrough"
   }
 
+  dynamic "vpc_config" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
   tags = var.tags
 
-  depends_on = [aws_cloudwatch_log_group.enrichment, aws_iam_role_policy.enrichment]
+  depends_on = [aws_cloudwatch_log_group.enrichment, aws_iam_role_policy.enrichment, aws_iam_role_policy.enrichment_extra]
 
   lifecycle {
+    precondition {
+      condition     = (var.package == null) != (var.s3_package == null)
+      error_message = "Give the functions' code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
+    }
+
+    precondition {
+      condition     = var.enrichment_role_arn == null || length(var.enrichment_policy_statements) == 0
+      error_message = "enrichment_policy_statements add to the role the module creates, but enrichment_role_arn brings your own: attach your statements to it yourself (next to the enrichment_policy_json output), or leave enrichment_role_arn null."
+    }
+
     precondition {
       condition     = local.enrichment_environment_bytes.planned <= 4096
       error_message = "The enrichment function's environment variables would take ${local.enrichment_environment_bytes.planned} bytes; Lambda allows 4096. Shorten the extra environment or the name."
@@ -145,20 +168,25 @@ resource "aws_cloudwatch_log_group" "redrive" {
 
 resource "aws_lambda_function" "redrive" {
   #checkov:skip=CKV_AWS_116:EventBridge invokes the redrive asynchronously and its failures go to the on-failure destination of aws_lambda_function_event_invoke_config.redrive (the redrive DLQ), which keeps the error with the event; a function DLQ would keep less.
-  #checkov:skip=CKV_AWS_117:The redrive calls only AWS APIs (Lambda, SNS, EventBridge Scheduler, SQS, CloudWatch Logs); running it in a VPC would add NAT or endpoint requirements and protect nothing.
-  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path whose hash Terraform pins through source_code_hash.
+  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the redrive calls only AWS APIs (Lambda, SNS, EventBridge Scheduler, SQS, CloudWatch Logs), which in a VPC need a NAT gateway or endpoints.
+  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path or S3 object whose hash Terraform pins through source_code_hash.
   #checkov:skip=CKV_AWS_115:Concurrency follows the failure rate of the sources; a reservation would only take capacity from the account's other functions.
-  function_name    = local.names.redrive
-  description      = "serverless-retry self-healing ${var.name}: re-delivers a failed event to its function (or topic), now or by schedule."
-  role             = aws_iam_role.redrive.arn
-  filename         = var.package
-  source_code_hash = filebase64sha256(var.package)
-  handler          = "serverless_retry.handlers.redrive.handler"
-  runtime          = var.runtime
-  architectures    = [var.architecture]
-  memory_size      = var.memory_size
-  timeout          = var.timeout
-  kms_key_arn      = var.environment_kms_key_arn
+  function_name = local.names.redrive
+  description   = "serverless-retry self-healing ${var.name}: re-delivers a failed event to its function (or topic), now or by schedule."
+  role          = local.role_arns.redrive
+  handler       = "serverless_retry.handlers.redrive.handler"
+  runtime       = var.runtime
+  architectures = var.architectures
+  memory_size   = var.memory_size
+  timeout       = var.timeout
+  kms_key_arn   = var.environment_kms_key_arn
+
+  filename          = var.package
+  s3_bucket         = try(var.s3_package.bucket, null)
+  s3_key            = try(var.s3_package.key, null)
+  s3_object_version = try(var.s3_package.object_version, null)
+  source_code_hash  = local.source_code_hash
+  layers            = var.layers
 
   environment {
     variables = local.redrive_environment.applied
@@ -168,11 +196,29 @@ resource "aws_lambda_function" "redrive" {
     mode = var.tracing ? "Active" : "PassThrough"
   }
 
+  dynamic "vpc_config" {
+    for_each = var.vpc == null ? [] : [var.vpc]
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
   tags = var.tags
 
-  depends_on = [aws_cloudwatch_log_group.redrive, aws_iam_role_policy.redrive]
+  depends_on = [aws_cloudwatch_log_group.redrive, aws_iam_role_policy.redrive, aws_iam_role_policy.redrive_extra]
 
   lifecycle {
+    precondition {
+      condition     = (var.package == null) != (var.s3_package == null)
+      error_message = "Give the functions' code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
+    }
+
+    precondition {
+      condition     = var.redrive_role_arn == null || length(var.redrive_policy_statements) == 0
+      error_message = "redrive_policy_statements add to the role the module creates, but redrive_role_arn brings your own: attach your statements to it yourself (next to the redrive_policy_json output), or leave redrive_role_arn null."
+    }
+
     precondition {
       condition     = local.redrive_environment_bytes.planned <= 4096
       error_message = "The redrive function's environment variables would take ${local.redrive_environment_bytes.planned} bytes; Lambda allows 4096. The retry policies travel in it (SERVERLESS_RETRY_SOURCES, SERVERLESS_RETRY_POLICY): give fewer sources their own policy, or shorten the policies."

@@ -61,6 +61,18 @@ locals {
 
   exhausted_max_message_size = coalesce(var.exhausted_max_message_size, var.max_message_size)
   kms_key_arns               = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+
+  # The functions' code: a local zip's hash redeploys a new build; an S3 object's, when given.
+  source_code_hash = var.package != null ? filebase64sha256(var.package) : try(var.s3_package.source_code_hash, null)
+  # Each function's role: the one the module creates, or the one brought.
+  role_arns = {
+    enrichment = var.enrichment_role_arn == null ? aws_iam_role.enrichment[0].arn : var.enrichment_role_arn
+    redrive    = var.redrive_role_arn == null ? aws_iam_role.redrive[0].arn : var.redrive_role_arn
+  }
+  role_names = {
+    enrichment = var.enrichment_role_arn == null ? aws_iam_role.enrichment[0].name : element(split("/", var.enrichment_role_arn), length(split("/", var.enrichment_role_arn)) - 1)
+    redrive    = var.redrive_role_arn == null ? aws_iam_role.redrive[0].name : element(split("/", var.redrive_role_arn), length(split("/", var.redrive_role_arn)) - 1)
+  }
 }
 
 # --- retry policies: one description of the language (modules/retry-policy) for every policy -------

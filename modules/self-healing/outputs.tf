@@ -125,6 +125,11 @@ output "pipe_role_arn" {
   value       = aws_iam_role.pipe.arn
 }
 
+output "pipe_role_name" {
+  description = "Name of the pipe's execution role."
+  value       = aws_iam_role.pipe.name
+}
+
 output "pipe_log_group_name" {
   description = "The pipe's log group."
   value       = aws_cloudwatch_log_group.pipe.name
@@ -141,8 +146,23 @@ output "enrichment_function_arn" {
 }
 
 output "enrichment_role_arn" {
-  description = "ARN of the enrichment function's role."
-  value       = aws_iam_role.enrichment.arn
+  description = "ARN of the enrichment function's role (the one created, or enrichment_role_arn)."
+  value       = local.role_arns.enrichment
+}
+
+output "enrichment_role_name" {
+  description = "Name of the enrichment function's role."
+  value       = local.role_names.enrichment
+}
+
+output "enrichment_policy_json" {
+  description = "The IAM policy (JSON) of what the enrichment function needs: attached to the role the module creates; attach it to your own with enrichment_role_arn."
+  value       = data.aws_iam_policy_document.enrichment.json
+}
+
+output "enrichment_log_group_name" {
+  description = "The enrichment function's log group."
+  value       = aws_cloudwatch_log_group.enrichment.name
 }
 
 output "redrive_function_name" {
@@ -156,13 +176,33 @@ output "redrive_function_arn" {
 }
 
 output "redrive_role_arn" {
-  description = "ARN of the redrive function's role."
-  value       = aws_iam_role.redrive.arn
+  description = "ARN of the redrive function's role (the one created, or redrive_role_arn)."
+  value       = local.role_arns.redrive
+}
+
+output "redrive_role_name" {
+  description = "Name of the redrive function's role."
+  value       = local.role_names.redrive
+}
+
+output "redrive_policy_json" {
+  description = "The IAM policy (JSON) of what the redrive function needs: attached to the role the module creates; attach it to your own with redrive_role_arn."
+  value       = data.aws_iam_policy_document.redrive.json
+}
+
+output "redrive_log_group_name" {
+  description = "The redrive function's log group."
+  value       = aws_cloudwatch_log_group.redrive.name
 }
 
 output "schedule_group_name" {
   description = "Schedule group of delayed retries."
   value       = module.scheduler.schedule_group_name
+}
+
+output "scheduler_role_name" {
+  description = "Name of the role the retry schedules run as."
+  value       = module.scheduler.scheduler_role_name
 }
 
 output "scheduler_role_arn" {

@@ -111,7 +111,7 @@ def _statements(document: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]
 
 def test_the_role_may_consume_log_and_book_nothing_more(native: Applied) -> None:
     iam, out = native.client("iam"), native.outputs
-    role = f"{out['function_name']}-consumer"
+    role = out["role_name"]
     account, region = native.emulator.account_id, native.emulator.region
     table = f"arn:aws:dynamodb:{region}:{account}:table/"
     documents = {

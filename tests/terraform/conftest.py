@@ -41,6 +41,7 @@ MODULES = (
     "modules/scheduled-retry",
     "modules/monitoring",
     "modules/self-healing",
+    "modules/layer",
 )
 EXAMPLES = ("examples/scheduled-retry", "examples/self-healing", "examples/native-retry")
 TF_DIRS = MODULES + EXAMPLES

@@ -25,6 +25,8 @@ from tests.terraform.checkov import checkov_executable, run_checkov
 from tests.terraform.conftest import Workspace, init
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+SUBNET = "subnet-0a1b2c3d4e5f60718"
+SECURITY_GROUP = "sg-0123456789abcdef0"
 CONFIGURATION = f"""
 terraform {{
   required_providers {{
@@ -66,6 +68,37 @@ module "hardened" {{
   logs_kms_key_arn        = "{KEY}"
   environment_kms_key_arn = "{KEY}"
   claims                  = {{ kms_key_arn = "{KEY}" }}
+}}
+
+# How teams deploy: serverless_retry in a layer, the processor from S3, in a VPC, with the operator's
+# function and extra statements; every deployment input a scanner could object to, hardened.
+module "layer" {{
+  source  = "../modules/layer"
+  name    = "serverless-retry"
+  package = "../tests/terraform/fixtures/empty.zip"
+}}
+
+module "networked" {{
+  source                  = "../modules/scheduled-retry"
+  name                    = "shipments"
+  s3_package              = {{ bucket = "shipments-artifacts", key = "shipments.zip", object_version = "4" }}
+  layers                  = [module.layer.arn]
+  architectures           = ["x86_64"]
+  processor               = "shipments.process:handle"
+  kms_key_arn             = "{KEY}"
+  logs_kms_key_arn        = "{KEY}"
+  environment_kms_key_arn = "{KEY}"
+  vpc                     = {{ subnet_ids = ["{SUBNET}"], security_group_ids = ["{SECURITY_GROUP}"] }}
+  policy_statements = [{{
+    sid       = "ReadCarriers"
+    actions   = ["dynamodb:GetItem"]
+    resources = ["arn:aws:dynamodb:us-east-1:123456789012:table/carriers"]
+  }}]
+  operator_redrive = {{
+    enabled                 = true
+    logs_kms_key_arn        = "{KEY}"
+    environment_kms_key_arn = "{KEY}"
+  }}
 }}
 """
 
@@ -154,6 +187,35 @@ def test_no_check_fails_on_the_default_or_the_hardened_plan(scan: dict[str, Any]
     assert ("CKV_AWS_119", table) in _checks(scan, "passed_checks") | _checks(scan, "skipped_checks")
 
 
+def test_the_plan_holds_the_deployment_inputs(plan_json: Path) -> None:
+    plan = json.loads(plan_json.read_text())
+    values = {
+        r["address"]: r.get("values", {})
+        for m in plan["planned_values"]["root_module"]["child_modules"]
+        for c in [m, *m.get("child_modules", [])]
+        for r in c.get("resources", [])
+    }
+    functions = [
+        values["module.networked.module.consumer.aws_lambda_function.this"],
+        values["module.networked.aws_lambda_function.operator[0]"],
+    ]
+    for function in functions:
+        assert (function["s3_bucket"], function["s3_key"], function["s3_object_version"]) == (
+            "shipments-artifacts",
+            "shipments.zip",
+            "4",
+        )
+        assert function["filename"] is None
+        assert function["architectures"] == ["x86_64"]
+        (vpc,) = function["vpc_config"]
+        assert (vpc["subnet_ids"], vpc["security_group_ids"]) == ([SUBNET], [SECURITY_GROUP])
+    # Named once: the consumer's role is the function's name, not "<name>-consumer".
+    assert values["module.networked.module.consumer.aws_iam_role.this[0]"]["name"] == "shipments"
+    extra = json.loads(values["module.networked.module.consumer.aws_iam_role_policy.extra[0]"]["policy"])
+    assert [s["Sid"] for s in extra["Statement"]] == ["ReadCarriers"]
+    assert values["module.layer.aws_lambda_layer_version.this"]["layer_name"] == "serverless-retry"
+
+
 def test_the_default_log_group_and_claims_table_are_skipped_with_their_reasons(scan: dict[str, Any]) -> None:
     reasons = {
         (c["check_id"], c["resource"]): c["check_result"].get("suppress_comment", "")
@@ -168,7 +230,12 @@ def test_the_default_log_group_and_claims_table_are_skipped_with_their_reasons(s
 
 def test_inline_skips_reach_the_plan_with_their_reasons(scan: dict[str, Any]) -> None:
     skipped = {
-        c["check_id"]: c["check_result"].get("suppress_comment", "") for c in scan.get("skipped_checks", [])
+        c["check_id"]: c["check_result"].get("suppress_comment", "")
+        for c in scan.get("skipped_checks", [])
+        if c["resource"] == "module.default.module.consumer.aws_lambda_function.this"
     }
     assert {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_272"} <= set(skipped), skipped
     assert "code_signing_config_arn" in skipped["CKV_AWS_272"]
+    assert "vpc input" in skipped["CKV_AWS_117"]
+    # Every skip anywhere in the plan says why (the same rule test_static applies to the sources).
+    assert all(len(c["check_result"].get("suppress_comment", "")) >= 30 for c in scan["skipped_checks"])

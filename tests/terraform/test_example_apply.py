@@ -98,7 +98,7 @@ def _statements(document: dict[str, Any]) -> dict[str, tuple[set[str], set[str]]
 def test_consumer_role_policy_is_exactly_design_section_6(applied: Applied) -> None:
     iam = applied.client("iam")
     out = applied.outputs
-    role = f"{out['function_name']}-consumer"
+    role = out["consumer_role_name"]
     (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
     document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
     account, region = applied.emulator.account_id, applied.emulator.region

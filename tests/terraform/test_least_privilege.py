@@ -223,7 +223,7 @@ def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Gra
     g = copy.deepcopy(plans["scheduled_standard"])
     world: World = world_of(g, External(tables=[TABLE]))
     ConsumerRun(world, next(f for f in g.functions.values() if f.handler == CONSUMER)).every_path()
-    consumer = g.roles["orders-consumer"]
+    consumer = g.roles["orders"]
     claims = next(s for s in consumer.policy if s.sid == "RetryClaims")
     # The claims' one action (a conditional UpdateItem) taken away, a read no path makes in its place.
     narrowed = {**claims.raw, "Action": ["dynamodb:GetItem"]}

@@ -18,7 +18,13 @@ from tests.terraform.tftest_split import split, top_level_blocks
 # Parts per module, for the ones whose runs take long (a plan of these modules takes ~2.5 s; one
 # terraform process costs ~6 s to start, so small modules stay whole). Measured on 2 cores, loaded:
 # consumer 40 runs ~100 s, self-healing 34 runs ~100 s, monitoring 26 ~60 s, queue 16 ~40 s.
-PARTS = {"modules/consumer": 3, "modules/self-healing": 3, "modules/monitoring": 2, "modules/queue": 2}
+PARTS = {
+    "modules/consumer": 4,
+    "modules/self-healing": 3,
+    "modules/monitoring": 2,
+    "modules/queue": 2,
+    "modules/scheduled-retry": 2,
+}
 CASES = [
     (module, k)
     for module in MODULES

@@ -15,7 +15,7 @@ override_resource {
   target          = aws_iam_role.this
   override_during = plan
   values = {
-    arn = "arn:aws:iam::123456789012:role/orders-consumer"
+    arn = "arn:aws:iam::123456789012:role/orders"
   }
 }
 
@@ -109,7 +109,7 @@ run "function_wiring" {
   assert {
     condition = alltrue([
       aws_lambda_function.this.tags == tomap({ team = "orders" }),
-      aws_iam_role.this.tags == tomap({ team = "orders" }),
+      aws_iam_role.this[0].tags == tomap({ team = "orders" }),
       aws_cloudwatch_log_group.this.tags == tomap({ team = "orders" }),
       aws_lambda_event_source_mapping.this.tags == tomap({ team = "orders" }),
     ])
