@@ -316,3 +316,18 @@ def test_a_redelivery_whose_final_decision_was_recorded_does_not_call_the_hook_a
     assert len(hook.calls) == 1
     [final] = stack.receive(stack.exhausted_url)
     assert json.loads(final["Body"])["serverless_retry"]["outcome"] == "non-retryable"
+
+
+def test_an_invalid_envelope_calls_the_hook_without_an_error(stack: Stack, clock: FrozenClock) -> None:
+    hook = Hook(stack)
+    ran: list[Message] = []
+    processor = processor_for(stack, clock, RETRY_ONCE, on_exhausted=hook, logger=QUIET_LOGGER)
+    body = json.dumps({"serverless_retry": {"attempt": "two"}, "body": "x"})
+
+    assert process_retrying_response(sqs_event([body], queue_arn=stack.queue_arn), ran.append, processor) == {
+        "batchItemFailures": []
+    }
+    assert ran == []
+    [(message, error, exhausted, _)] = hook.calls
+    assert (message.body, error, exhausted.outcome) == (body, None, "invalid-envelope")
+    assert len(stack.receive(stack.exhausted_url)) == 1
