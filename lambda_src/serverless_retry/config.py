@@ -143,10 +143,14 @@ class ConsumerSettings:
     claims_table: str | None = None  # one retry chain per message (the module's default)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> ConsumerSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, processor_required: bool = True
+    ) -> ConsumerSettings:
+        """``processor_required=False``: the caller passes its processor itself (``RetryingProcessor``),
+        so ``SERVERLESS_RETRY_PROCESSOR`` may be unset (``processor`` is then "")."""
         env = os.environ if environ is None else environ
-        processor = required(env, ENV_PROCESSOR)
-        if not _PROCESSOR.match(processor):
+        processor = required(env, ENV_PROCESSOR) if processor_required else optional(env, ENV_PROCESSOR) or ""
+        if processor and not _PROCESSOR.match(processor):
             raise ConfigError(ENV_PROCESSOR, f"must be 'module:function', got {processor!r}")
         policy = environment.policy(required(env, ENV_POLICY), ENV_POLICY)
 

@@ -70,7 +70,7 @@ from serverless_retry.envelope import (
     waiting_copy,
 )
 from serverless_retry.errors import EventShapeError, UnhandledRecordError
-from serverless_retry.message import Message, Processor, first_delivery
+from serverless_retry.message import Exhausted, ExhaustedHook, Message, Processor, first_delivery
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
     Final,
@@ -212,6 +212,9 @@ class RetryingConsumer:
     with ``ReportBatchItemFailures``. ``clients``, ``clock`` and ``rand`` are injectable for tests
     (``rand`` only seeds the per-message jitter; the same message and attempt always get the same delay).
     ``claims`` (built from the idempotency table by ``from_settings``) ends duplicate copies' chains.
+    ``on_exhausted(message, error, Exhausted)`` is called for each message whose final copy is planned
+    for the retry-exhausted queue, before it is sent; if it raises, the error is logged and the copy
+    is sent anyway.
     """
 
     def __init__(
@@ -226,8 +229,10 @@ class RetryingConsumer:
         logger: Logger | None = None,
         metrics: ConsumerMetrics | None = None,
         claims: ClaimStore | None = None,
+        on_exhausted: ExhaustedHook | None = None,
     ) -> None:
         self.processor = processor
+        self.on_exhausted = on_exhausted
         self.policy = policy
         self.targets = targets
         self.clients = clients or AwsClients()
@@ -265,6 +270,7 @@ class RetryingConsumer:
         rand: random.Random | None = None,
         logger: Logger | None = None,
         metrics: ConsumerMetrics | None = None,
+        on_exhausted: ExhaustedHook | None = None,
     ) -> RetryingConsumer:
         clients = clients or AwsClients()
         claims = None
@@ -284,6 +290,7 @@ class RetryingConsumer:
             logger=logger,
             metrics=metrics,
             claims=claims,
+            on_exhausted=on_exhausted,
         )
 
     def __call__(self, event: Mapping[str, Any], context: object = None) -> BatchResponse:
@@ -965,6 +972,28 @@ class RetryingConsumer:
                 "error_type": _type_name(error) if error is not None else None,
             },
         )
+        if self.on_exhausted is not None and message_id not in plan.repeat:
+            # Not on the repeat path: this record's final decision was recorded (and the hook called)
+            # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
+            self._call_exhausted_hook(record, incoming, message_id, error, Exhausted(outcome, reason))
+
+    def _call_exhausted_hook(
+        self,
+        record: Mapping[str, Any],
+        incoming: Incoming,
+        message_id: str,
+        error: BaseException | None,
+        exhausted: Exhausted,
+    ) -> None:
+        assert self.on_exhausted is not None
+        try:
+            message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
+            self.on_exhausted(message, error, exhausted)
+        except BaseException:  # the user's hook: whatever it raises, the final copy is still sent
+            self.logger.exception(
+                "the on_exhausted hook failed; the message still goes to the retry-exhausted queue",
+                extra={"message_id": message_id, "retry_id": incoming.context.id},
+            )
 
     # -- delivery -----------------------------------------------------------------------------------------
     def _deliver(self, plan: _Plan, counts: BatchCounts) -> None:

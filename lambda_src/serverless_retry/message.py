@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.envelope import MessageAttribute, RetryContext, attributes_from_record
+from serverless_retry.envelope import MessageAttribute, Outcome, RetryContext, attributes_from_record
 
-__all__ = ["Message", "Processor", "first_delivery"]
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+__all__ = ["Exhausted", "ExhaustedHook", "Message", "Processor", "first_delivery"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,26 @@ class Message:
         """1 for the first delivery, 2 for the first retry, ..."""
         return self.retry.attempt
 
+    @cached_property
+    def sqs_record(self) -> SQSRecord:
+        """This message as Powertools' ``SQSRecord``, of the *unwrapped* record: ``body``,
+        ``json_body`` and ``message_attributes`` are the original message's, as on its first
+        delivery, never the retry envelope a retry travels in (``md5OfBody`` is the original body's;
+        ``md5OfMessageAttributes``, which SQS computed over the envelope's, is None). The rest (message
+        id, receipt handle, ``attributes`` such as ApproximateReceiveCount) is this delivery's. Built
+        on first read: Powertools' data classes are imported only by processors that use them."""
+        from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+        record = dict(self.record)
+        if record.get("body") != self.body:  # a retry copy: the record holds the envelope
+            record["body"] = self.body
+            record["md5OfBody"] = hashlib.md5(self.body.encode(), usedforsecurity=False).hexdigest()
+            record["messageAttributes"] = {
+                name: _event_attribute(attribute) for name, attribute in self.attributes.items()
+            }
+            record["md5OfMessageAttributes"] = None
+        return SQSRecord(record)
+
     if not TYPE_CHECKING:  # hidden from type checkers, so a typo in message.atributes still fails mypy
 
         def __getattr__(self, name: str) -> Any:
@@ -50,9 +75,37 @@ class Message:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
+def _event_attribute(attribute: MessageAttribute) -> dict[str, Any]:
+    """A message attribute from the SQS API form back to the Lambda event form."""
+    out: dict[str, Any] = {
+        "dataType": attribute["DataType"],
+        "stringListValues": [],
+        "binaryListValues": [],
+    }
+    if "StringValue" in attribute:
+        out["stringValue"] = attribute["StringValue"]
+    if "BinaryValue" in attribute:
+        out["binaryValue"] = attribute["BinaryValue"]  # base64 text in both forms
+    return out
+
+
 # The processor contract: called once per message; returning means success, raising means failure
 # (RetryableError, NonRetryableError, HttpError or any exception: the retry policy classifies it).
 Processor = Callable[[Message], object]
+
+
+@dataclass(frozen=True)
+class Exhausted:
+    """Why a message goes to the retry-exhausted queue, as the ``on_exhausted`` hook is told."""
+
+    outcome: Outcome  # exhausted, non-retryable, invalid-envelope or too-large-to-retry
+    reason: str  # the same text as the final copy's ``reason``
+
+
+# The exhausted hook (Sidekiq's sidekiq_retries_exhausted, Celery's on_failure): called with the
+# message, the processor's last error (None when no processor ran, e.g. an invalid envelope) and why,
+# once per message that goes to the retry-exhausted queue, before its copy is sent.
+ExhaustedHook = Callable[[Message, BaseException | None, Exhausted], object]
 
 
 # The consumer's hot path: one Message (and RetryContext) per record. A frozen dataclass's __init__

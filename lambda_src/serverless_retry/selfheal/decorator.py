@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from serverless_retry.envelope import RetryContext
 from serverless_retry.selfheal.state import read, unqualified_function_arn
@@ -42,12 +42,30 @@ def read_retry_state(event: Any, context: Any = None) -> tuple[Any, RetryContext
     return carried.event, retry
 
 
-def self_healing(handler: Callable[[Any, Any, RetryContext], R]) -> Callable[[Any, Any], R]:
-    """Wrap ``handler(event, context, retry)`` into a Lambda handler ``(event, context)``."""
+@overload
+def self_healing(handler: Callable[[Any, Any, RetryContext], R], /) -> Callable[[Any, Any], R]: ...
 
-    @functools.wraps(handler)
-    def lambda_handler(event: Any, context: Any) -> R:
-        original, retry = read_retry_state(event, context)
-        return handler(original, context, retry)
 
-    return lambda_handler
+@overload
+def self_healing() -> Callable[[Callable[[Any, Any, RetryContext], R]], Callable[[Any, Any], R]]: ...
+
+
+def self_healing(
+    handler: Callable[[Any, Any, RetryContext], R] | None = None, /
+) -> Callable[[Any, Any], R] | Callable[[Callable[[Any, Any, RetryContext], R]], Callable[[Any, Any], R]]:
+    """Wrap ``handler(event, context, retry)`` into a Lambda handler ``(event, context)``.
+
+    ``@self_healing`` or ``@self_healing()``: the same entry style as pattern 1's
+    ``@retrying_consumer``; the undecorated function stays reachable as ``handler.__wrapped__``."""
+
+    def decorate(inner: Callable[[Any, Any, RetryContext], R]) -> Callable[[Any, Any], R]:
+        @functools.wraps(inner)
+        def lambda_handler(event: Any, context: Any) -> R:
+            original, retry = read_retry_state(event, context)
+            return inner(original, context, retry)
+
+        return lambda_handler
+
+    if handler is not None:
+        return decorate(handler)
+    return decorate

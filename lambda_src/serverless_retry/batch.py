@@ -1,0 +1,184 @@
+"""Pattern 1 in the shape Powertools users already write (``process_partial_response``).
+
+    from serverless_retry import Message, RetryingProcessor, process_retrying_response
+
+    processor = RetryingProcessor()             # settings from the environment, read on first use
+
+    def record_handler(message: Message) -> None:
+        order = message.sqs_record.json_body     # Powertools' SQSRecord of the original message
+        ...
+
+    def lambda_handler(event, context):
+        return process_retrying_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+
+or, in the decorator style of ``@self_healing`` (pattern 2): ``@retrying_consumer`` turns the record
+handler into the Lambda handler. Both run a ``RetryingConsumer``: the same code as the module's
+built-in handler (``serverless_retry.handlers.consumer``), only the record handler is given in code
+instead of ``SERVERLESS_RETRY_PROCESSOR``.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, overload
+
+from aws_lambda_powertools import Logger
+
+from serverless_retry.aws import AwsClients
+from serverless_retry.clock import Clock, SystemClock
+from serverless_retry.config import ConsumerSettings, QueueTargets
+from serverless_retry.consumer import BatchResponse, RetryingConsumer, idempotent_processor
+from serverless_retry.message import ExhaustedHook, Processor
+from serverless_retry.observability import ConsumerMetrics
+from serverless_retry.policy import RetryPolicy
+
+__all__ = ["LambdaHandler", "RetryingProcessor", "process_retrying_response", "retrying_consumer"]
+
+LambdaHandler = Callable[[Mapping[str, Any], Any], BatchResponse]
+
+
+class RetryingProcessor:
+    """What ``processor=`` means to Powertools' ``process_partial_response``, for retries: the
+    settings, the AWS clients and the exhausted hook that the consumers it runs share.
+
+    Settings come from the environment the consumer module sets (``ConsumerSettings.from_env``;
+    ``SERVERLESS_RETRY_PROCESSOR`` may be unset: the record handler is given in code), read on first
+    use, so importing a module that makes one needs no environment; a bad configuration raises
+    ``ConfigError`` naming the variable before any record is processed. Explicit arguments override:
+    ``settings`` replaces the environment; ``policy`` and ``targets`` replace those parts of it (both
+    given and no ``settings``: the environment is not read at all, and no claims or idempotency table
+    is used); ``clock``, ``clients``, ``logger``, ``metrics`` and ``rand`` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: RetryPolicy | None = None,
+        targets: QueueTargets | None = None,
+        on_exhausted: ExhaustedHook | None = None,
+        settings: ConsumerSettings | None = None,
+        environ: Mapping[str, str] | None = None,
+        clients: AwsClients | None = None,
+        clock: Clock | None = None,
+        logger: Logger | None = None,
+        metrics: ConsumerMetrics | None = None,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.on_exhausted = on_exhausted
+        self._given = settings
+        self._policy = policy
+        self._targets = targets
+        self._environ = environ
+        self._clock = clock
+        self.clients = clients or AwsClients()
+        self._logger = logger
+        self._metrics = metrics
+        self._rand = rand
+        self._settings: ConsumerSettings | None = None
+        # One consumer per record handler (almost always one), built on its first batch.
+        self._consumers: dict[Processor, RetryingConsumer] = {}
+
+    @property
+    def settings(self) -> ConsumerSettings:
+        """The settings in effect (read from the environment on first access)."""
+        if self._settings is None:
+            settings = self._given
+            if settings is None and self._policy is not None and self._targets is not None:
+                settings = ConsumerSettings("", self._policy, self._targets, clock=SystemClock())
+            if settings is None:
+                settings = ConsumerSettings.from_env(self._environ, processor_required=False)
+            if self._policy is not None:
+                settings = replace(settings, policy=self._policy)
+            if self._targets is not None:
+                settings = replace(settings, targets=self._targets)
+            if self._clock is not None:
+                settings = replace(settings, clock=self._clock)
+            self._settings = settings
+        return self._settings
+
+    def consumer(self, record_handler: Processor) -> RetryingConsumer:
+        """The ``RetryingConsumer`` that runs ``record_handler`` (made once, then reused)."""
+        consumer = self._consumers.get(record_handler)
+        if consumer is None:
+            settings = self.settings
+            processor: Processor = record_handler
+            if settings.idempotency_table:  # as the built-in handler does (consumer_from_env)
+                processor = idempotent_processor(record_handler, settings.idempotency_table)
+            consumer = RetryingConsumer.from_settings(
+                settings,
+                processor,
+                clients=self.clients,
+                rand=self._rand,
+                logger=self._logger,
+                metrics=self._metrics,
+                on_exhausted=self.on_exhausted,
+            )
+            self._consumers[record_handler] = consumer
+        return consumer
+
+    def process(
+        self, event: Mapping[str, Any], record_handler: Processor, context: Any = None
+    ) -> BatchResponse:
+        """``record_handler(Message)`` for each record; the partial batch response."""
+        return self.consumer(record_handler)(event, context)
+
+
+@functools.cache
+def _default_processor() -> RetryingProcessor:
+    return RetryingProcessor()
+
+
+def process_retrying_response(
+    event: Mapping[str, Any],
+    record_handler: Processor,
+    processor: RetryingProcessor | None = None,
+    context: Any = None,
+) -> BatchResponse:
+    """Powertools' ``process_partial_response(event, record_handler, processor, context)``, retrying:
+    calls ``record_handler(Message)`` per record, retries failures by the policy, and returns
+    ``{"batchItemFailures": [...]}`` for an event source mapping with ``ReportBatchItemFailures``.
+    ``processor`` None: one shared ``RetryingProcessor()`` configured from the environment."""
+    return (processor or _default_processor()).process(event, record_handler, context)
+
+
+@overload
+def retrying_consumer(record_handler: Processor, /) -> LambdaHandler: ...
+
+
+@overload
+def retrying_consumer(
+    *, processor: RetryingProcessor | None = None, on_exhausted: ExhaustedHook | None = None
+) -> Callable[[Processor], LambdaHandler]: ...
+
+
+def retrying_consumer(
+    record_handler: Processor | None = None,
+    /,
+    *,
+    processor: RetryingProcessor | None = None,
+    on_exhausted: ExhaustedHook | None = None,
+) -> LambdaHandler | Callable[[Processor], LambdaHandler]:
+    """Turn ``record_handler(Message)`` into the Lambda handler ``(event, context)`` that returns the
+    partial batch response: ``@retrying_consumer``, or ``@retrying_consumer(on_exhausted=hook)`` /
+    ``@retrying_consumer(processor=RetryingProcessor(...))``. The undecorated function stays
+    reachable as ``handler.__wrapped__`` (to test it alone)."""
+    if processor is not None and on_exhausted is not None:
+        raise TypeError("give on_exhausted to the RetryingProcessor, or processor= alone")
+
+    def decorate(handler: Processor) -> LambdaHandler:
+        chosen = processor or RetryingProcessor(on_exhausted=on_exhausted)
+
+        @functools.wraps(handler)
+        def lambda_handler(event: Mapping[str, Any], context: Any) -> BatchResponse:
+            return chosen.process(event, handler, context)
+
+        return lambda_handler
+
+    if record_handler is not None:
+        return decorate(record_handler)
+    return decorate
