@@ -75,6 +75,12 @@ def event_id(event: Any) -> str:
     return ""
 
 
+def _queue_arn(url: str, region: str) -> str:
+    """The ARN of an emulator queue from its URL (``.../<account>/<name>``)."""
+    account, name = url.rstrip("/").split("/")[-2:]
+    return f"arn:aws:sqs:{region}:{account}:{name}"
+
+
 class DestinationError(RuntimeError):
     """Lambda could not deliver the record (its DestinationDeliveryFailures)."""
 
@@ -99,10 +105,18 @@ class AsyncRunner:
                 if url is None:
                     self._stop.wait(0.5)
                     continue
+                # Logical time waits for a due event (a retry's delay, a visibility timeout) only
+                # while a worker is free to take it.
+                arn = _queue_arn(url, self._rt.region)
+                with self._free_lock:
+                    busy = self._free == 0
+                if busy:
+                    self._rt.clock_holder.ready(arn, False)
                 with self._free_lock:
                     while self._free == 0 and not self._stop.is_set():
                         self._free_lock.wait(0.5)
                     room = min(10, self._free)
+                self._rt.clock_holder.ready(arn, room > 0)
                 if room == 0:
                     continue
                 messages = sqs.receive_message(
