@@ -52,6 +52,8 @@ HOLDS_ROUTE = "/_serverless_retry/clock/holds"
 
 # A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
 _WAKE_MARGIN_SECONDS = 0.0005
+# How far past a message's due instant (logical ms) the clock is held for it.
+_DUE_MARGIN_MS = 1.0
 # Never sleep longer than this in one go between two passes of a long poll.
 _MAX_WAIT_SECONDS = 1.0
 # A queue's lock for its receive passes, kept on the moto Queue object.
@@ -86,7 +88,9 @@ def receivable_due(queue: Any, now: float) -> float | None:
     due_ms = min(
         blocked[m.group_id] if m.group_id in blocked else max(m.visible_at, m.delayed_until) for m in messages
     )
-    return due_ms / 1000.0
+    # Just after: moto's "visible" is a strict comparison, and a clock held at the instant itself
+    # would never show the message.
+    return (due_ms + _DUE_MARGIN_MS) / 1000.0
 
 
 def install_logical_sqs(clock: HeldClock, on_change: QueueChanged | None = None) -> Undo:
