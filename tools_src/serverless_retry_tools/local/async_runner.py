@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from serverless_retry_tools.local.emulator import ACCOUNT_ID
 from serverless_retry_tools.local.functions import Throttled
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
@@ -96,6 +97,11 @@ class AsyncRunner:
         self.threads: dict[str, threading.Thread] = {}
 
     # -- the drain loop -----------------------------------------------------------------------------
+    def announce(self) -> None:
+        """Before the loop starts: logical time waits for the internal queue's events from now on,
+        also for the first one, which creates the queue before this loop can see it."""
+        self._rt.clock_holder.ready(_queue_arn(f"/{ACCOUNT_ID}/{ASYNC_QUEUE_NAME}", self._rt.region), True)
+
     def loop(self) -> None:
         sqs = self._rt.client("sqs")
         visibility = min(_MAX_VISIBILITY_SECONDS, math.ceil(960 * self._rt.clock.scale))

@@ -23,7 +23,9 @@ and nothing is converted on the way:
   caller's read timeout is real. A long poll therefore returns at once when a message is due and
   otherwise after the same real wait as on AWS.
 
-At k = 1 logical and real time coincide; only the prompt wake-up differs from moto.
+The clock itself waits for the local runtime (:mod:`serverless_retry_tools.local.held_clock`): every
+change of a queue is reported (``on_change``) so the emulator knows when its next message is due.
+At k = 1 logical time is real time less the time the clock was held.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batc
 queue's own visibility timeout, and hands the batch to the mapped function (see
 :mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, worker
 processes, the function's timeout). As Lambda's pollers do, it goes on receiving while batches run:
-up to min(ScalingConfig.MaximumConcurrency, if set, and the runtime's ``max_concurrency``) batches
-of one mapping are in flight, and it receives no more than that (a received message's visibility
-timeout is running), each receive with a warm worker in hand (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
+as many batches of one mapping are in flight as Lambda's scaling allows
+(:mod:`serverless_retry_tools.local.poller_scaling`: five, then up to 300 more a logical minute while
+full batches keep coming, within ScalingConfig.MaximumConcurrency and 1,000), and it receives no more
+than that (a received message's visibility timeout is running), each receive with a warm worker in
+hand (past the runtime's ``max_concurrency`` workers per function, it waits for one) (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
 than starting Python and importing a handler under load). A FIFO queue's
 batches run concurrently across message groups; SQS hands out no message of a group that has one in
 flight, so a group stays in order. Each batch then gets Lambda's rules for the answer
@@ -21,9 +23,8 @@ timeout brings them back and the queue's redrive policy moves them to its DLQ af
 maxReceiveCount receives. Reserved concurrency is not a poller limit, as on AWS: past it (and always
 at 0) the poller still receives, and the invocation is throttled; the batch runs as soon as a slot of
 the reserve frees up within its visibility timeout, and otherwise comes back, one receive nearer the
-DLQ. ScalingConfig.MaximumConcurrency at most the reserve prevents this. Not emulated: FilterCriteria (a mapping with one is skipped, with a
-warning) and Lambda's scaling above the runtime's cap (it starts at five batches and adds up to 300
-concurrent pollers a minute; here the cap is reached at once).
+DLQ. ScalingConfig.MaximumConcurrency at most the reserve prevents this. Not emulated: FilterCriteria
+(a mapping with one is skipped, with a warning).
 
 Schedules. Every group is listed; an ENABLED schedule with an ``at()`` expression fires once the
 logical time reaches it. Its Target.Input goes to Target.Arn: SQS SendMessage (with
@@ -51,6 +52,10 @@ SERVERLESS_RETRY_CLOCK_EPOCH / SERVERLESS_RETRY_CLOCK_SCALE, so nothing is conve
   Scheduler's documented one-minute window); Scheduler retry backoff is logical too;
 - an event source mapping's MaximumBatchingWindowInSeconds is logical;
 - envelope timestamps and max_age are logical on both sides, so budgets hold.
+The clock waits for the runtime (:mod:`serverless_retry_tools.local.held_clock`): the emulator holds
+it at the earliest due message of a queue whose poller is ready to receive (below its concurrency)
+and at each due schedule until the runtime settles it, so a starved runtime stretches real time and
+delivers on logical time; every function's worker reads the same held clock.
 Function execution is real time: a function's Timeout is enforced in real seconds, so a queue whose
 visibility timeout is 6 x the function timeout (180 logical seconds for the module default of 30 s)
 hands a failed batch back after 180 / scale real seconds, but a function still has its whole real
@@ -315,6 +320,7 @@ class Runtime:
         self._started = True
         self.logs.start()
         self.clock_holder.fires_schedules()
+        self.async_runner.announce()
         loops = (
             (self._mapping_loop, "mappings"),
             (self._schedule_loop, "schedules"),
