@@ -249,8 +249,8 @@ def _settled(aws: Aws, run: Run, url: str, dlq: str) -> Callable[[], bool]:
 def test_pollers_past_the_reserved_concurrency_overpull_and_batches_come_back(
     aws: Aws, tmp_path: Path
 ) -> None:
-    # Reserve 1, no MaximumConcurrency: the pollers take up to four batches at once. Of three waiting
-    # behind the one running, the last waits at least 0.6 s, beyond the 0.5 s visibility timeout.
+    # Reserve 1, no MaximumConcurrency: the pollers take up to five batches at once (Lambda's start).
+    # Of those waiting behind the one running, the last waits at least 0.6 s, beyond the 0.5 s visibility timeout.
     function, url, dlq = _slow_consumer(aws, reserved=1, visibility=30)  # 0.5 real s at x60
     run = Run(aws, tmp_path)
     assert run.until(_settled(aws, run, url, dlq), deadline=40)
