@@ -114,7 +114,7 @@ def test_a_schedule_holds_the_clock_until_the_runtime_settles_it() -> None:
     holds.settled(SCHEDULE, "v1", None)
     assert not clock.held()
     dues[SCHEDULE] = ("v2", EPOCH + 50)  # updated since: its new at() is waited for
-    holds.recompute()
+    holds.schedules_changed()
     real.t += 1.0
     assert clock.now() == EPOCH + 50
 

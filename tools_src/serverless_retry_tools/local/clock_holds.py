@@ -62,6 +62,9 @@ class ClockHolds:
         self._acks: dict[str, tuple[object, float | None]] = {}  # schedule ARN -> (version, next due)
         self._given_up_to = -float("inf")  # dues at or before this are no longer waited for
         self._held_since: tuple[float, float] | None = None  # (cap, real monotonic since)
+        # The schedules' earliest due, read again only after a change (every SQS change recomputes).
+        self._schedule_due: float | None = None
+        self._schedules_dirty = True
 
     # -- what the runtime declares ------------------------------------------------------------------
     def declare(
@@ -91,6 +94,12 @@ class ClockHolds:
         as it was at ``version``."""
         with self._lock:
             self._acks[schedule_arn] = (version, next_due)
+            self.schedules_changed()
+
+    def schedules_changed(self) -> None:
+        """A schedule was created, updated or deleted."""
+        with self._lock:
+            self._schedules_dirty = True
             self.recompute()
 
     # -- what the emulator knows ----------------------------------------------------------------------
@@ -119,11 +128,17 @@ class ClockHolds:
                 if due is not None:
                     dues.append(due)
             if any(h.schedules for h in self._holders.values()):
-                for arn, (version, at) in dict(self._schedule_dues()).items():
-                    ack = self._acks.get(arn)
-                    next_due = ack[1] if ack is not None and ack[0] == version else at
-                    if next_due is not None:
-                        dues.append(next_due)
+                if self._schedules_dirty:
+                    self._schedules_dirty = False
+                    pending = []
+                    for arn, (version, at) in dict(self._schedule_dues()).items():
+                        ack = self._acks.get(arn)
+                        next_due = ack[1] if ack is not None and ack[0] == version else at
+                        if next_due is not None:
+                            pending.append(next_due)
+                    self._schedule_due = min(pending, default=None)
+                if self._schedule_due is not None:
+                    dues.append(self._schedule_due)
             waiting = [d for d in dues if d > self._given_up_to]
             self._clock.hold(min(waiting) if waiting else None)
 

@@ -116,7 +116,7 @@ class ClockServer:
                 try:
                     return original(self, *args, **kwargs)
                 finally:
-                    server.holds.recompute()
+                    server.holds.schedules_changed()
 
             return call
 
