@@ -127,9 +127,13 @@ def test_a_throttled_async_event_is_retried_until_too_old_then_goes_to_on_failur
     function = _throttled_function(aws)
     failures, failures_arn = aws.queue("thr-failures")
     _invoke_config(aws, function, max_age=60, OnFailure=failures_arn)
+    # The runtime first: from then on logical time waits for it to take each due event. Started
+    # after the invoke, its start-up (real time, a second at x60 is a logical minute) could age the
+    # event past its 60 s before its first attempt on a loaded machine.
+    run = Run(aws, tmp_path)
+    run.runtime.start()
     answer = aws.client("lambda").invoke(FunctionName=function, InvocationType="Event", Payload=b'{"n": 1}')
     assert answer["StatusCode"] == 202  # accepted: Invoke itself is not throttled for async events
-    run = Run(aws, tmp_path)
     assert run.until(lambda: aws.depth(failures) == 1, deadline=30)
     (message,) = aws.receive_all(failures, expect=1)
     record = json.loads(message["Body"])
@@ -245,8 +249,8 @@ def _settled(aws: Aws, run: Run, url: str, dlq: str) -> Callable[[], bool]:
 def test_pollers_past_the_reserved_concurrency_overpull_and_batches_come_back(
     aws: Aws, tmp_path: Path
 ) -> None:
-    # Reserve 1, no MaximumConcurrency: the pollers take up to four batches at once. Of three waiting
-    # behind the one running, the last waits at least 0.6 s, beyond the 0.5 s visibility timeout.
+    # Reserve 1, no MaximumConcurrency: the pollers take up to five batches at once (Lambda's start).
+    # Of those waiting behind the one running, the last waits at least 0.6 s, beyond the 0.5 s visibility timeout.
     function, url, dlq = _slow_consumer(aws, reserved=1, visibility=30)  # 0.5 real s at x60
     run = Run(aws, tmp_path)
     assert run.until(_settled(aws, run, url, dlq), deadline=40)

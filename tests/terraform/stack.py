@@ -90,6 +90,7 @@ class Applied:
                 "region": self.emulator.region,
                 "clock_epoch": clock.epoch,
                 "clock_scale": clock.scale,
+                "clock_file": str(getattr(clock, "path", "")) or None,
                 "patches": self.emulator.applied_patches,
             },
             "directory": str(self.directory),

@@ -5,20 +5,24 @@ message age, is logical. Measured against the wall clock, a message an hour old 
 36 seconds old (or, before the clocks meet, not born yet). So when ``AWS_ENDPOINT_URL`` (or
 ``AWS_ENDPOINT_URL_SQS``) is set and the endpoint serves the emulator's clock
 (``GET /_serverless_retry/clock``: ``{"epoch", "scale"}``), ages and ``--older-than`` are measured on
-that clock. Any other endpoint, or none, is AWS or a stand-in without a logical clock: the system
+that clock (as the emulator holds it for the runtime, read from its clock file when it is on this
+machine: see ``serverless_retry_tools.local.held_clock``). Any other endpoint, or none, is AWS or a stand-in without a logical clock: the system
 clock. This stays in the tools: the Lambda functions run on AWS time (``SystemClock``), and under the
 emulator the runtime hands them its clock in their environment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import urllib.request
 from collections.abc import Mapping
+from pathlib import Path
 
 from serverless_retry.clock import Clock, ScaledClock, SystemClock
 
+from serverless_retry_tools.local.held_clock import SharedClock
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 
 __all__ = ["command_clock"]
@@ -40,4 +44,7 @@ def command_clock(env: Mapping[str, str] | None = None) -> Clock:
         return SystemClock()
     if not scale > 0:
         return SystemClock()
+    if served.get("file"):  # the emulator on this machine: its clock as held for the runtime
+        with contextlib.suppress(OSError, ValueError):
+            return SharedClock(Path(str(served["file"])), epoch=epoch, scale=scale)
     return ScaledClock(epoch=epoch, scale=scale)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from serverless_retry_tools.local.emulator import ACCOUNT_ID
 from serverless_retry_tools.local.functions import Throttled
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
@@ -75,6 +76,12 @@ def event_id(event: Any) -> str:
     return ""
 
 
+def _queue_arn(url: str, region: str) -> str:
+    """The ARN of an emulator queue from its URL (``.../<account>/<name>``)."""
+    account, name = url.rstrip("/").split("/")[-2:]
+    return f"arn:aws:sqs:{region}:{account}:{name}"
+
+
 class DestinationError(RuntimeError):
     """Lambda could not deliver the record (its DestinationDeliveryFailures)."""
 
@@ -90,6 +97,11 @@ class AsyncRunner:
         self.threads: dict[str, threading.Thread] = {}
 
     # -- the drain loop -----------------------------------------------------------------------------
+    def announce(self) -> None:
+        """Before the loop starts: logical time waits for the internal queue's events from now on,
+        also for the first one, which creates the queue before this loop can see it."""
+        self._rt.clock_holder.ready(_queue_arn(f"/{ACCOUNT_ID}/{ASYNC_QUEUE_NAME}", self._rt.region), True)
+
     def loop(self) -> None:
         sqs = self._rt.client("sqs")
         visibility = min(_MAX_VISIBILITY_SECONDS, math.ceil(960 * self._rt.clock.scale))
@@ -99,10 +111,18 @@ class AsyncRunner:
                 if url is None:
                     self._stop.wait(0.5)
                     continue
+                # Logical time waits for a due event (a retry's delay, a visibility timeout) only
+                # while a worker is free to take it.
+                arn = _queue_arn(url, self._rt.region)
+                with self._free_lock:
+                    busy = self._free == 0
+                if busy:
+                    self._rt.clock_holder.ready(arn, False)
                 with self._free_lock:
                     while self._free == 0 and not self._stop.is_set():
                         self._free_lock.wait(0.5)
                     room = min(10, self._free)
+                self._rt.clock_holder.ready(arn, room > 0)
                 if room == 0:
                     continue
                 messages = sqs.receive_message(

@@ -39,6 +39,8 @@ from typing import Any
 
 from serverless_retry.clock import ScaledClock
 
+from serverless_retry_tools.local.held_clock import SharedClock
+
 __all__ = ["ACCOUNT_ID", "FAKE_CREDENTIALS", "Emulator", "EmulatorError"]
 
 # moto's default account: every ARN the emulator hands out carries it.
@@ -90,17 +92,25 @@ class Emulator:
         self.applied_patches: list[str] = []
         self._clock_scale = float(clock_scale)
         self._clock_epoch = clock_epoch
-        self._clock: ScaledClock | None = None
+        self._clock: ScaledClock | SharedClock | None = None
+        self._clock_file: Path | None = None
 
     @classmethod
     def attach(
-        cls, url: str, *, region: str, clock_epoch: float, clock_scale: float, patches: list[str]
+        cls,
+        url: str,
+        *,
+        region: str,
+        clock_epoch: float,
+        clock_scale: float,
+        patches: list[str],
+        clock_file: str | None = None,
     ) -> Emulator:
         """An emulator another process started and will stop (e.g. a test stack shared by pytest-xdist
         workers): its address, region and clock, and no process of its own (``stop()`` leaves it)."""
         emulator = cls(region=region, clock_scale=clock_scale, clock_epoch=clock_epoch)
         emulator._url = url
-        emulator._clock = ScaledClock(epoch=clock_epoch, scale=clock_scale)
+        emulator._clock = _clock(clock_epoch, clock_scale, clock_file)
         emulator.applied_patches = list(patches)
         return emulator
 
@@ -111,8 +121,9 @@ class Emulator:
         return self._url
 
     @property
-    def clock(self) -> ScaledClock:
-        """The logical clock the emulator's SQS runs on (fixed when it starts)."""
+    def clock(self) -> ScaledClock | SharedClock:
+        """The logical clock the emulator's SQS runs on (chosen when it starts; held while the
+        runtime has due events to dispatch: see held_clock.py)."""
         if self._clock is None:
             raise EmulatorError("the emulator is not running: call start() first")
         return self._clock
@@ -155,7 +166,9 @@ class Emulator:
             raise
         self._url = str(ready["url"])
         self.applied_patches = [str(p) for p in ready.get("patches", [])]
-        self._clock = ScaledClock(epoch=float(ready["clock"]["epoch"]), scale=float(ready["clock"]["scale"]))
+        clock = ready["clock"]
+        self._clock = _clock(float(clock["epoch"]), float(clock["scale"]), clock.get("file"))
+        self._clock_file = Path(clock["file"]) if clock.get("file") else None
         return self._url
 
     def _read_ready_line(self) -> dict[str, Any]:
@@ -209,6 +222,9 @@ class Emulator:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+        if self._clock_file is not None:  # the child removes it, unless it was killed
+            self._clock_file.unlink(missing_ok=True)
+            self._clock_file = None
 
     def env(self) -> dict[str, str]:
         """Environment for a process that should talk only to this emulator (terraform, handlers)."""
@@ -240,3 +256,11 @@ class Emulator:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _clock(epoch: float, scale: float, file: str | None) -> ScaledClock | SharedClock:
+    """The emulator's clock as its file shows it (held: see held_clock.py), or its plain line."""
+    if file:
+        with contextlib.suppress(OSError):
+            return SharedClock(Path(file), epoch=epoch, scale=scale)
+    return ScaledClock(epoch=epoch, scale=scale)

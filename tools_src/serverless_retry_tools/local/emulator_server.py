@@ -2,12 +2,14 @@
 
 Started by :class:`serverless_retry_tools.local.emulator.Emulator`; not meant to be run by hand, though
 ``python -m serverless_retry_tools.local.emulator_server --port 5000`` works for debugging. It prints one
-JSON line (``{"url": ..., "patches": [...], "clock": {"epoch": ..., "scale": ...}}``) once it accepts
+JSON line (``{"url": ..., "patches": [...], "clock": {"epoch": ..., "scale": ..., "file": ...}}``) once it accepts
 connections, then serves until it reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
 
 ``--clock-scale`` / ``--clock-epoch`` put moto's SQS on the logical clock
-(:mod:`serverless_retry_tools.local.logical_time`); ``GET /_serverless_retry/clock`` answers the same
-``{"epoch", "scale"}``, so a runtime given only the endpoint uses the emulator's own clock.
+(:mod:`serverless_retry_tools.local.logical_time`), a clock the runtime's due events hold
+(:mod:`serverless_retry_tools.local.held_clock`); ``GET /_serverless_retry/clock`` answers the same
+``{"epoch", "scale", "file"}``, so a runtime given only the endpoint reads the emulator's own clock,
+and ``POST /_serverless_retry/clock/holds`` takes its holds (:mod:`serverless_retry_tools.local.clock_server`).
 """
 
 from __future__ import annotations
@@ -16,30 +18,49 @@ import argparse
 import gc
 import json
 import logging
+import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from serverless_retry_tools.help_text import plain
-from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, LogicalClock, install_logical_sqs
+from serverless_retry_tools.local.clock_server import ClockServer
+from serverless_retry_tools.local.held_clock import HeldClock
+from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, HOLDS_ROUTE, install_logical_sqs
 from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def _own_routes(app: WsgiApp, clock: LogicalClock) -> WsgiApp:
-    """Serve the clock at CLOCK_ROUTE and deployed Lambda zips at the Code.Location the
-    ``lambda_code_location_unreachable`` patch hands out; everything else goes to moto."""
+def _clock_json(clock: HeldClock) -> dict[str, Any]:
+    return {"epoch": clock.epoch, "scale": clock.scale, "file": str(clock.path) if clock.path else None}
+
+
+def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
+    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, and deployed Lambda zips
+    at the Code.Location the ``lambda_code_location_unreachable`` patch hands out; everything else
+    goes to moto."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         if path == CLOCK_ROUTE:
             start_response("200 OK", [("Content-Type", "application/json")])
-            return [json.dumps({"epoch": clock.epoch, "scale": clock.scale}).encode()]
+            return [json.dumps(_clock_json(clock)).encode()]
+        if path == HOLDS_ROUTE and environ.get("REQUEST_METHOD") == "POST":
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+                answer = holds.declare(json.loads(environ["wsgi.input"].read(length)))
+            except (ValueError, KeyError, TypeError) as exc:
+                start_response("400 Bad Request", [("Content-Type", "text/plain")])
+                return [f"bad clock hold declaration: {exc!r}".encode()]
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(answer).encode()]
         if not path.startswith(CODE_ROUTE + "/"):
             return app(environ, start_response)
         from moto.awslambda.models import lambda_backends
@@ -76,9 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         "--clock-epoch", type=float, help="Unix time where logical and real meet (default now)"
     )
     args = parser.parse_args(argv)
-    clock = LogicalClock(
-        epoch=time.time() if args.clock_epoch is None else args.clock_epoch, scale=args.clock_scale
+    # The clock's file, read by the runtime and by every function's worker (see held_clock.py).
+    shm = Path("/dev/shm")  # memory-backed where there is one; a temp file otherwise
+    handle, name = tempfile.mkstemp(prefix="serverless-retry-clock-", dir=shm if shm.is_dir() else None)
+    os.close(handle)
+    clock_file = Path(name)
+    clock = HeldClock(
+        epoch=time.time() if args.clock_epoch is None else args.clock_epoch,
+        scale=args.clock_scale,
+        path=clock_file,
     )
+    holds = ClockServer(clock)
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -91,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     _list_moto_modules_once()
     app = DomainDispatcherApplication(create_backend_app)
     server = make_server(
-        args.host, args.port, _own_routes(app, clock), threaded=True, request_handler=MotoRequestHandler
+        args.host,
+        args.port,
+        _own_routes(app, clock, holds),
+        threaded=True,
+        request_handler=MotoRequestHandler,
     )
     url = f"http://{args.host}:{server.server_port}"
     names: list[str] | None
@@ -103,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         names = [n for n in args.patches.split(",") if n]
     apply_patches(names, PatchContext(server_url=url, clock=clock))
     applied = list(PATCHES) if names is None else names
-    install_logical_sqs(clock)
+    install_logical_sqs(clock, holds.queue_changed)
+    holds.install()
     # At x100 a real millisecond is a logical tenth of a second: a full garbage collection of moto's
     # many long-lived objects (tens of ms) would stall every long poll past its message's due time.
     # Startup's objects are frozen out of collection, and collections of new ones come less often.
@@ -123,10 +157,14 @@ def main(argv: list[str] | None = None) -> int:
         shutdown()
 
     threading.Thread(target=watch_parent, daemon=True).start()
-    ready = {"url": url, "patches": applied, "clock": {"epoch": clock.epoch, "scale": clock.scale}}
+    ready = {"url": url, "patches": applied, "clock": _clock_json(clock)}
     print(json.dumps(ready), flush=True)
-    server.serve_forever()
-    server.server_close()
+    try:
+        server.serve_forever()
+        server.server_close()
+    finally:
+        clock.close()
+        clock_file.unlink(missing_ok=True)
     return 0
 
 

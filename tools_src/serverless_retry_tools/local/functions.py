@@ -46,6 +46,7 @@ from typing import Any
 from serverless_retry_tools.local.lambda_python import resolve as resolve_python
 
 __all__ = [
+    "CLOCK_FILE_VARIABLE",
     "DEFAULT_MAX_CONCURRENCY",
     "FunctionConfig",
     "FunctionPool",
@@ -62,8 +63,12 @@ _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
 _COMPLETE = ".serverless-retry-complete"  # written last into a code directory
 CODE_CACHE_VARIABLE = "SERVERLESS_RETRY_CODE_CACHE"
+# The emulator's clock file (held_clock.py): a worker shows Lambda code the held logical clock.
+CLOCK_FILE_VARIABLE = "SERVERLESS_RETRY_LOCAL_CLOCK_FILE"
 # Workers per function unless the function's reserved concurrency is lower: each worker is a Python
-# process, and the runtime's machine may have two cores; Lambda itself starts an SQS mapping at five.
+# process, and the runtime's machine may have two cores. Not Lambda's concurrency (an SQS mapping
+# starts at five batches and scales up: poller_scaling.py): an invocation past this cap waits for a
+# worker, and the logical clock waits with it (held_clock.py), so the cap costs real time only.
 DEFAULT_MAX_CONCURRENCY = 4
 _SLOT_WAIT_SECONDS = 0.5  # how often a waiting invocation checks that the pool is still open
 _INIT_TIMEOUT_SECONDS = 10.0  # Lambda's limit on an on-demand init phase

@@ -23,25 +23,39 @@ and nothing is converted on the way:
   caller's read timeout is real. A long poll therefore returns at once when a message is due and
   otherwise after the same real wait as on AWS.
 
-At k = 1 logical and real time coincide; only the prompt wake-up differs from moto.
+The clock itself waits for the local runtime (:mod:`serverless_retry_tools.local.held_clock`): every
+change of a queue is reported (``on_change``) so the emulator knows when its next message is due.
+At k = 1 logical time is real time less the time the clock was held.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
+from serverless_retry_tools.local.held_clock import HeldClock
 from serverless_retry_tools.local.patching import Undo
 
-__all__ = ["CLOCK_ROUTE", "LogicalClock", "install_logical_sqs"]
+__all__ = [
+    "CLOCK_ROUTE",
+    "HOLDS_ROUTE",
+    "LogicalClock",
+    "QueueChanged",
+    "install_logical_sqs",
+    "receivable_due",
+]
 
 # Where the emulator serves its clock (``{"epoch", "scale"}``) for a runtime given only the endpoint.
 CLOCK_ROUTE = "/_serverless_retry/clock"
+# Where a runtime declares what the clock waits for (see clock_holds.py).
+HOLDS_ROUTE = "/_serverless_retry/clock/holds"
 
 # A wake-up lands a little after the due instant: moto's "visible" test is a strict comparison.
 _WAKE_MARGIN_SECONDS = 0.0005
+# How far past a message's due instant (logical ms) the clock is held for it.
+_DUE_MARGIN_MS = 1.0
 # Never sleep longer than this in one go between two passes of a long poll.
 _MAX_WAIT_SECONDS = 1.0
 # A queue's lock for its receive passes, kept on the moto Queue object.
@@ -51,26 +65,39 @@ _PASS_LOCK = "_serverless_retry_pass_lock"
 _CHANGES = "_serverless_retry_changes"
 
 
-@dataclass(frozen=True)
-class LogicalClock:
-    """The emulator's clock: the same line as ``ScaledClock(epoch, scale)``, as Unix seconds."""
+# The emulator's clock: a line that the runtime's due events can hold (see held_clock.py).
+LogicalClock = HeldClock
 
-    epoch: float
-    scale: float
-
-    def __post_init__(self) -> None:
-        if not self.scale > 0:
-            raise ValueError(f"clock scale must be > 0, got {self.scale!r}")
-
-    def now(self) -> float:
-        return self.epoch + (time.time() - self.epoch) * self.scale
-
-    def real_seconds(self, logical_seconds: float) -> float:
-        return max(0.0, logical_seconds / self.scale)
+# Called with a moto Queue (its ``_messages_lock`` held) after anything that can change when its next
+# message is receivable: a send, a receive, a delete, a visibility change, a purge.
+QueueChanged = Callable[[Any], None]
 
 
-def install_logical_sqs(clock: LogicalClock) -> Undo:
-    """Run moto's SQS (in this process) on ``clock``; returns the undo."""
+def receivable_due(queue: Any, now: float) -> float | None:
+    """The earliest instant (logical Unix seconds; at or before ``now``: already) a message of the
+    moto ``queue`` is or becomes receivable; None for an empty queue. In a FIFO queue a group with a
+    message in flight is receivable when that message's visibility timeout runs out (or, sooner,
+    when it is deleted: a change)."""
+    messages = list(queue._messages)
+    if not messages:
+        return None
+    now_ms = now * 1000.0
+    blocked: dict[str, float] = {}
+    if queue.fifo_queue:
+        for m in list(queue._pending_messages):
+            if m.group_id is not None and m.visible_at > now_ms:
+                blocked[m.group_id] = min(blocked.get(m.group_id, m.visible_at), m.visible_at)
+    due_ms = min(
+        blocked[m.group_id] if m.group_id in blocked else max(m.visible_at, m.delayed_until) for m in messages
+    )
+    # Just after: moto's "visible" is a strict comparison, and a clock held at the instant itself
+    # would never show the message.
+    return (due_ms + _DUE_MARGIN_MS) / 1000.0
+
+
+def install_logical_sqs(clock: HeldClock, on_change: QueueChanged | None = None) -> Undo:
+    """Run moto's SQS (in this process) on ``clock``, telling ``on_change`` of every change of a
+    queue that can move its next receivable message; returns the undo."""
     from moto.core import utils as core_utils
     from moto.sqs import models
 
@@ -95,6 +122,8 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
         with queue._messages_lock:
             queue.__dict__[_CHANGES] = queue.__dict__.get(_CHANGES, 0) + 1
             queue._messages_lock.notify_all()
+            if on_change is not None:
+                on_change(queue)
 
     def wait_for_messages(queue: Any, timeout: float) -> None:
         """Sleep until the queue changed since this thread's last pass, or a hidden or delayed
@@ -148,6 +177,9 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
                     result = original_receive(self, queue_name, count, 0, *args, **kwargs)
                 finally:
                     scan.now = None
+                    if on_change is not None:
+                        with queue._messages_lock:
+                            on_change(queue)  # received: in flight until its visibility runs out
             left = end - time.monotonic()
             if result or left <= 0:
                 return result
@@ -165,6 +197,7 @@ def install_logical_sqs(clock: LogicalClock) -> Undo:
             notifying(backend_cls.__dict__["change_message_visibility"], named_queue),
         ),
         (backend_cls, "receive_message", receive_message),
+        (backend_cls, "purge_queue", notifying(backend_cls.__dict__["purge_queue"], named_queue)),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in replaced]
     for owner, name, new in replaced:

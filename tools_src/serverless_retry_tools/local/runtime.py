@@ -9,9 +9,11 @@ BatchSize messages (waiting up to MaximumBatchingWindowInSeconds for a full batc
 queue's own visibility timeout, and hands the batch to the mapped function (see
 :mod:`serverless_retry_tools.local.functions`: the deployed zip, the function's environment, worker
 processes, the function's timeout). As Lambda's pollers do, it goes on receiving while batches run:
-up to min(ScalingConfig.MaximumConcurrency, if set, and the runtime's ``max_concurrency``) batches
-of one mapping are in flight, and it receives no more than that (a received message's visibility
-timeout is running), each receive with a warm worker in hand (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
+as many batches of one mapping are in flight as Lambda's scaling allows
+(:mod:`serverless_retry_tools.local.poller_scaling`: five, then up to 300 more a logical minute while
+full batches keep coming, within ScalingConfig.MaximumConcurrency and 1,000), and it receives no more
+than that (a received message's visibility timeout is running), each receive with a warm worker in
+hand (past the runtime's ``max_concurrency`` workers per function, it waits for one) (FunctionPool.lease: at x100 a 180 s visibility timeout is 1.8 real s, less
 than starting Python and importing a handler under load). A FIFO queue's
 batches run concurrently across message groups; SQS hands out no message of a group that has one in
 flight, so a group stays in order. Each batch then gets Lambda's rules for the answer
@@ -21,9 +23,8 @@ timeout brings them back and the queue's redrive policy moves them to its DLQ af
 maxReceiveCount receives. Reserved concurrency is not a poller limit, as on AWS: past it (and always
 at 0) the poller still receives, and the invocation is throttled; the batch runs as soon as a slot of
 the reserve frees up within its visibility timeout, and otherwise comes back, one receive nearer the
-DLQ. ScalingConfig.MaximumConcurrency at most the reserve prevents this. Not emulated: FilterCriteria (a mapping with one is skipped, with a
-warning) and Lambda's scaling above the runtime's cap (it starts at five batches and adds up to 300
-concurrent pollers a minute; here the cap is reached at once).
+DLQ. ScalingConfig.MaximumConcurrency at most the reserve prevents this. Not emulated: FilterCriteria
+(a mapping with one is skipped, with a warning).
 
 Schedules. Every group is listed; an ENABLED schedule with an ``at()`` expression fires once the
 logical time reaches it. Its Target.Input goes to Target.Arn: SQS SendMessage (with
@@ -51,6 +52,10 @@ SERVERLESS_RETRY_CLOCK_EPOCH / SERVERLESS_RETRY_CLOCK_SCALE, so nothing is conve
   Scheduler's documented one-minute window); Scheduler retry backoff is logical too;
 - an event source mapping's MaximumBatchingWindowInSeconds is logical;
 - envelope timestamps and max_age are logical on both sides, so budgets hold.
+The clock waits for the runtime (:mod:`serverless_retry_tools.local.held_clock`): the emulator holds
+it at the earliest due message of a queue whose poller is ready to receive (below its concurrency)
+and at each due schedule until the runtime settles it, so a starved runtime stretches real time and
+delivers on logical time; every function's worker reads the same held clock.
 Function execution is real time: a function's Timeout is enforced in real seconds, so a queue whose
 visibility timeout is 6 x the function timeout (180 logical seconds for the module default of 30 s)
 hands a failed batch back after 180 / scale real seconds, but a function still has its whole real
@@ -77,8 +82,10 @@ from botocore.exceptions import ClientError
 from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.async_runner import AsyncRunner
+from serverless_retry_tools.local.clock_holder import ClockHolder
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
 from serverless_retry_tools.local.functions import (
+    CLOCK_FILE_VARIABLE,
     DEFAULT_MAX_CONCURRENCY,
     FunctionConfig,
     FunctionPool,
@@ -86,10 +93,12 @@ from serverless_retry_tools.local.functions import (
     Throttled,
     throttled,
 )
+from serverless_retry_tools.local.held_clock import SharedClock
 from serverless_retry_tools.local.lambda_async import MAX_ASYNC_PAYLOAD_BYTES
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
 from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
+from serverless_retry_tools.local.poller_scaling import PollerScaling
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
 from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
@@ -99,6 +108,8 @@ __all__ = ["ASYNC_PAYLOAD_LIMIT", "Runtime", "RuntimeEvent", "ServiceError"]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 _MAPPING_REFRESH_SECONDS = 0.5
+# How often a poller at its concurrency looks again (Lambda's scaling may have raised it).
+_FLIGHT_RECHECK_SECONDS = 0.1
 # How often (real seconds) the schedule list is read again; between reads the loop sleeps until the
 # next known schedule is due, so a known schedule fires within milliseconds of its at().
 _SCHEDULE_REFRESH_SECONDS = 0.2
@@ -145,13 +156,17 @@ class _InFlight:
         self._changed = threading.Condition()
         self._running: set[threading.Thread] = set()
 
-    def wait_below(self, limit: int, stop: threading.Event) -> bool:
-        """Wait until fewer than ``limit`` batches run (True), or a stop (False)."""
+    def count(self) -> int:
         with self._changed:
-            while len(self._running) >= limit:
+            return len(self._running)
+
+    def wait_below(self, limit: Callable[[], int], stop: threading.Event) -> bool:
+        """Wait until fewer than ``limit()`` batches run (True), or a stop (False)."""
+        with self._changed:
+            while len(self._running) >= limit():
                 if stop.is_set():
                     return False
-                self._changed.wait(_MAPPING_REFRESH_SECONDS)
+                self._changed.wait(_FLIGHT_RECHECK_SECONDS)
         return not stop.is_set()
 
     def start(self, target: Callable[[], None], *, name: str) -> None:
@@ -198,7 +213,9 @@ class Runtime:
         self._on_event = on_event
         self._warned: set[str] = set()
         self.errors: list[str] = []
-        self.clock = clock or self._emulator_clock()
+        self.clock: ScaledClock | SharedClock = clock or self._emulator_clock()
+        # Tells the emulator what logical time must wait for (see clock_holder.py).
+        self.clock_holder = ClockHolder(endpoint_url, on_error=lambda m: self.warn_once("clock-holds", m))
         self._session = boto3.session.Session(
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
@@ -216,6 +233,10 @@ class Runtime:
                 "AWS_ENDPOINT_URL": endpoint_url,
                 "SERVERLESS_RETRY_CLOCK_SCALE": repr(float(self.clock.scale)),
                 "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
+                # Lambda code sees the held clock through time.time (worker.py).
+                **(
+                    {CLOCK_FILE_VARIABLE: str(self.clock.path)} if isinstance(self.clock, SharedClock) else {}
+                ),
             },
             log_sink=self.logs,
             on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
@@ -255,12 +276,17 @@ class Runtime:
         self._stats_lock = threading.Lock()
 
     # -- plumbing -----------------------------------------------------------------------------------
-    def _emulator_clock(self) -> ScaledClock:
-        """The emulator's own clock; real time (scale 1) for an endpoint that does not serve one."""
+    def _emulator_clock(self) -> ScaledClock | SharedClock:
+        """The emulator's own clock (held, when it serves its file); real time (scale 1) for an
+        endpoint that does not serve one."""
         try:
             with urllib.request.urlopen(self.endpoint_url.rstrip("/") + CLOCK_ROUTE, timeout=10) as response:
                 clock = json.loads(response.read())
-            return ScaledClock(epoch=float(clock["epoch"]), scale=float(clock["scale"]))
+            epoch, scale = float(clock["epoch"]), float(clock["scale"])
+            if clock.get("file"):
+                with contextlib.suppress(OSError):
+                    return SharedClock(Path(clock["file"]), epoch=epoch, scale=scale)
+            return ScaledClock(epoch=epoch, scale=scale)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.warn_once("clock", f"{self.endpoint_url} serves no logical clock ({exc!r}): using real time")
             return ScaledClock(epoch=time.time(), scale=1.0)
@@ -293,6 +319,8 @@ class Runtime:
             return
         self._started = True
         self.logs.start()
+        self.clock_holder.fires_schedules()
+        self.async_runner.announce()
         loops = (
             (self._mapping_loop, "mappings"),
             (self._schedule_loop, "schedules"),
@@ -328,6 +356,7 @@ class Runtime:
 
     def stop(self) -> None:
         self._stop.set()
+        self.clock_holder.release()  # logical time no longer waits for this runtime
         for thread in [*self._threads, *self._pollers.values(), *self.pipes.threads.values()]:
             thread.join(timeout=15)
         self.async_runner.close()
@@ -371,6 +400,8 @@ class Runtime:
                         thread.start()
             except Exception as exc:
                 self.emit("error", where="list_event_source_mappings", error=repr(exc))
+            if not self._stop.is_set():
+                self.clock_holder.renew()
             self._stop.wait(_MAPPING_REFRESH_SECONDS)
 
     def _mapping(self, uuid: str) -> dict[str, Any] | None:
@@ -394,19 +425,31 @@ class Runtime:
     def _poll_mapping(self, uuid: str) -> None:
         sqs = self.client("sqs")
         flight = _InFlight()
+        scaling = PollerScaling()
         prepared: FunctionConfig | None = None
+        queue_arn: str | None = None
+
+        def ready(now_ready: bool) -> None:
+            if queue_arn is not None:
+                self.clock_holder.ready(queue_arn, now_ready)
+
         try:
             while not self._stop.is_set():
                 mapping = self._mapping(uuid)
                 if mapping is None:
                     return  # deleted
+                if queue_arn not in (None, mapping["EventSourceArn"]):
+                    ready(False)
+                queue_arn = str(mapping["EventSourceArn"])
                 if mapping.get("State") not in ("Enabled", "Enabling", "Updating", None):
+                    ready(False)
                     self._stop.wait(_MAPPING_REFRESH_SECONDS)
                     continue
                 if mapping.get("FilterCriteria"):
                     self.warn_once(
                         uuid, f"event source mapping {uuid} has FilterCriteria: not emulated, skipped"
                     )
+                    ready(False)
                     self._stop.wait(_MAPPING_REFRESH_SECONDS)
                     continue
                 try:
@@ -415,34 +458,58 @@ class Runtime:
                     if config != prepared:
                         self.functions.prepare(config)
                         prepared = config
-                    # Receive only what the pollers may run: a received message's visibility timeout
-                    # is ticking.
-                    if not flight.wait_below(self._batch_limit(mapping, config), self._stop):
+                    # Receive only what Lambda's pollers would run now: a received message's
+                    # visibility timeout is ticking. At that concurrency the queue is not waited for
+                    # (AWS would leave its messages waiting too); below it, logical time waits for
+                    # this poller to take what is due.
+                    maximum = self._maximum_concurrency(mapping)
+
+                    def limit(maximum: int | None = maximum) -> int:
+                        return scaling.limit(self._now(), maximum)
+
+                    if flight.count() >= limit():
+                        ready(False)
+                    if not flight.wait_below(limit, self._stop):
                         continue
+                    ready(True)
                     if config.reserved_concurrency is not None:
-                        self._poll_reserved(sqs, mapping, config, flight)
-                        continue
-                    # ... and only with a warm worker in hand, for the same reason.
-                    lease = self.functions.lease(config)
-                    received = False
-                    try:
-                        received = self._poll_once(sqs, mapping, config, flight, lease)
-                    finally:
-                        if not received:  # the worker goes back to the pool
-                            lease.release()
+                        got = self._poll_reserved(sqs, mapping, config, flight)
+                    else:
+                        # ... and only with a warm worker in hand, for the same reason.
+                        lease = self.functions.lease(config)
+                        got = 0
+                        try:
+                            got = self._poll_once(sqs, mapping, config, flight, lease)
+                        finally:
+                            if not got:  # the worker goes back to the pool
+                                lease.release()
+                    scaling.received(
+                        self._now(),
+                        count=got,
+                        asked=int(mapping.get("BatchSize") or 10),
+                        maximum_concurrency=maximum,
+                    )
                 except Exception as exc:
+                    ready(False)
                     self.emit("error", where=f"event source mapping {uuid}", error=repr(exc))
                     self._stop.wait(1.0)
         finally:
+            ready(False)
             flight.drain()  # a stop lets the running batches finish (each within its function's timeout)
 
-    def _batch_limit(self, mapping: dict[str, Any], config: FunctionConfig) -> int:
-        """Batches of this mapping in flight at once: ScalingConfig.MaximumConcurrency (2-1000) when
-        set, never above the runtime's cap. Not the function's reserved concurrency: Lambda's pollers
-        ignore it, and the batches past it are throttled (the overpull MaximumConcurrency prevents)."""
-        cap = self.functions.max_concurrency
+    def _now(self) -> float:
+        """Logical now, Unix seconds."""
+        return self.clock.now().timestamp()
+
+    @staticmethod
+    def _maximum_concurrency(mapping: dict[str, Any]) -> int | None:
+        """ScalingConfig.MaximumConcurrency (2-1000), if set. Not the function's reserved
+        concurrency: Lambda's pollers ignore it, and the batches past it are throttled (the
+        overpull MaximumConcurrency prevents). The runtime's own cap (``max_concurrency`` worker
+        processes per function) is not a limit either: a batch past it waits for a worker, and
+        logical time with it."""
         maximum = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
-        return min(cap, int(maximum)) if maximum else cap
+        return int(maximum) if maximum else None
 
     def _receive(self, sqs: Any, mapping: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """The mapping's queue URL and one batch from it (empty: none came), per its BatchSize and
@@ -454,27 +521,28 @@ class Runtime:
 
     def _poll_once(
         self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight, lease: Lease
-    ) -> bool:
-        """Receive one batch and start it with ``lease`` (which it then releases); whether it
-        received."""
+    ) -> int:
+        """Receive one batch and start it with ``lease`` (which it then releases); how many
+        messages it received."""
         queue_url, received = self._receive(sqs, mapping)
         if not received:
-            return False
+            return 0
         flight.start(
             lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
             name=f"esm-batch-{mapping['UUID'][:8]}",
         )
-        return True
+        return len(received)
 
     def _poll_reserved(
         self, sqs: Any, mapping: dict[str, Any], config: FunctionConfig, flight: _InFlight
-    ) -> None:
+    ) -> int:
         """A function with reserved concurrency. Lambda's pollers do not look at it: they receive a
         batch, then invoke, and past the reserve (always, at 0) the invoke is throttled. No slot is
-        held while receiving: a poll waiting on an empty queue would keep a throttled batch out."""
+        held while receiving: a poll waiting on an empty queue would keep a throttled batch out.
+        Returns how many messages it received."""
         queue_url, received = self._receive(sqs, mapping)
         if not received:
-            return
+            return 0
         try:
             lease = self.functions.lease(config, throttle=True)
         except Throttled:
@@ -488,11 +556,12 @@ class Runtime:
                     self.emit("error", where=f"event source mapping {mapping['UUID']}", error=repr(exc))
 
             flight.start(retry, name=f"esm-throttled-{mapping['UUID'][:8]}")
-            return
+            return len(received)
         flight.start(
             lambda: self._run_batch(sqs, mapping, config, queue_url, received, lease=lease),
             name=f"esm-batch-{mapping['UUID'][:8]}",
         )
+        return len(received)
 
     def _retry_throttled(
         self, sqs: Any, mapping: dict[str, Any], queue_url: str, received: list[dict[str, Any]]
@@ -683,6 +752,8 @@ class Runtime:
             if decision.action == "retry":
                 schedule.retries_done += 1
                 schedule.next_attempt_at = decision.next_attempt_at
+                assert decision.next_attempt_at is not None
+                self.clock_holder.settled(schedule.arn, decision.next_attempt_at.timestamp())
                 self.emit("schedule-retry", schedule=schedule.name, group=schedule.group, error=repr(exc))
                 return
             self._dead_letter(schedule, target, exc, decision.condition)
@@ -699,6 +770,7 @@ class Runtime:
                 else None,
             )
         schedule.settled = True
+        self.clock_holder.settled(schedule.arn, None)
         if schedule.description.get("ActionAfterCompletion") == "DELETE":
             with contextlib.suppress(scheduler.exceptions.ResourceNotFoundException):
                 scheduler.delete_schedule(Name=schedule.name, GroupName=schedule.group)

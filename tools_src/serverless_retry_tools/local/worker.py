@@ -32,6 +32,42 @@ import time
 import traceback
 from typing import Any
 
+# Real time, for the invocation's deadline (the runtime sets it in real time).
+_real_time = time.time
+_CLOCK_FILE_VARIABLE = "SERVERLESS_RETRY_LOCAL_CLOCK_FILE"
+
+
+def _show_held_clock(path: str) -> None:
+    """Let Lambda code read the emulator's held logical clock through ``time.time``.
+
+    Code run by the local runtime computes logical time as SERVERLESS_RETRY_CLOCK_EPOCH +
+    (time.time() - epoch) x SERVERLESS_RETRY_CLOCK_SCALE (serverless_retry.clock.ScaledClock). The
+    emulator's clock is that line, except that it waits while the runtime has due events to
+    dispatch (held_clock.py in the tools package, whose file layout this repeats: this script
+    imports nothing of its own package). So ``time.time`` here answers the instant that makes the
+    line give the held clock: epoch + (logical - epoch) / scale."""
+    import mmap
+    import struct
+
+    epoch = float(os.environ["SERVERLESS_RETRY_CLOCK_EPOCH"])
+    scale = float(os.environ["SERVERLESS_RETRY_CLOCK_SCALE"])
+    layout = struct.Struct("<Qddd")
+    with open(path, "rb") as handle:
+        view = mmap.mmap(handle.fileno(), layout.size, access=mmap.ACCESS_READ)
+
+    def held_time() -> float:
+        real = _real_time()
+        for _ in range(1000):
+            seq, anchor_real, anchor_logical, cap = layout.unpack(view[: layout.size])
+            if seq % 2 == 0 and struct.unpack("<Q", view[0:8])[0] == seq:
+                logical = min(anchor_logical + (real - anchor_real) * scale, cap)
+                return float(epoch + (logical - epoch) / scale)
+        return real
+
+    time.time = held_time
+    time.time_ns = lambda: int(held_time() * 1e9)
+
+
 _LEVELS = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40, "FATAL": 50}
 
 
@@ -51,7 +87,7 @@ class LambdaContext:
         self._deadline_ms = int(request["deadline_ms"])
 
     def get_remaining_time_in_millis(self) -> int:
-        return max(0, self._deadline_ms - int(time.time() * 1000))
+        return max(0, self._deadline_ms - int(_real_time() * 1000))
 
 
 class _JsonFormatter(logging.Formatter):
@@ -132,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(line_buffering=True, write_through=True)  # type: ignore[union-attr]
     _setup_logging()
+    clock_file = os.environ.get(_CLOCK_FILE_VARIABLE)
+    if clock_file and os.environ.get("SERVERLESS_RETRY_CLOCK_SCALE"):
+        try:
+            _show_held_clock(clock_file)
+        except (OSError, ValueError, KeyError) as exc:  # the line alone, as before the held clock
+            print(f"serverless-retry worker: no held clock ({exc!r})", file=sys.stderr, flush=True)
 
     handler: Any = None
     for line in sys.stdin:

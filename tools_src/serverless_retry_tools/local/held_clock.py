@@ -1,0 +1,161 @@
+"""A logical clock that waits for the runtime: it never passes a due event not dispatched yet.
+
+The line. Logical time runs ``scale`` times faster than real time: logical = anchor_logical +
+(real - anchor_real) x scale, starting at (epoch, epoch).
+
+The hold. The emulator knows every due event the local runtime has still to dispatch (an SQS
+message that became receivable, or will, in a queue whose poller is ready to receive; a one-time
+schedule not fired yet) and holds the clock at the earliest: logical now = min(line, cap). A machine
+too slow to dispatch in time (a starved poller, a worker starting under load) therefore stretches
+real time, not logical time: the event is dispatched at its logical due time, however late in real
+time. When the cap moves on (the event was dispatched), the line is anchored again where the clock
+stood, so logical time is continuous and never goes back. At scale 1 the clock is real time less the
+time spent held.
+
+The clock is shared by processes: the emulator writes (anchor_real, anchor_logical, cap) to a small
+file that every reader maps (a sequence number around each write, so a reader never sees half of
+one): the runtime (:class:`SharedClock`) and each function's worker (which shows Lambda code the
+clock through ``time.time``: see ``worker.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import struct
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = ["CLOCK_FILE_SIZE", "HeldClock", "SharedClock", "read_clock_file"]
+
+# sequence number (odd while a write is under way), anchor_real, anchor_logical, cap (inf: none).
+_LAYOUT = struct.Struct("<Qddd")
+CLOCK_FILE_SIZE = _LAYOUT.size
+
+
+class HeldClock:
+    """The writer's side (the emulator): the clock, its hold, and the file other processes read."""
+
+    def __init__(
+        self, epoch: float, scale: float, *, path: Path | None = None, real: Callable[[], float] = time.time
+    ) -> None:
+        if not scale > 0:
+            raise ValueError(f"clock scale must be > 0, got {scale!r}")
+        self.epoch = epoch
+        self.scale = scale
+        self.path = path
+        self._real = real
+        self._lock = threading.Lock()
+        # Replaced whole (one assignment), so a reader in this process never sees half of a change.
+        self._state: tuple[float, float, float] = (epoch, epoch, math.inf)
+        self._seq = 0
+        self._map: mmap.mmap | None = None
+        if path is not None:
+            with path.open("wb") as out:
+                out.write(b"\0" * CLOCK_FILE_SIZE)
+            with path.open("r+b") as handle:
+                self._map = mmap.mmap(handle.fileno(), CLOCK_FILE_SIZE)
+            self._publish()
+
+    def now(self) -> float:
+        """Logical now, Unix seconds."""
+        anchor_real, anchor_logical, cap = self._state
+        return min(anchor_logical + (self._real() - anchor_real) * self.scale, cap)
+
+    def real_seconds(self, logical_seconds: float) -> float:
+        """Real seconds ``logical_seconds`` take at least (more while the clock is held)."""
+        return max(0.0, logical_seconds / self.scale)
+
+    @property
+    def cap(self) -> float:
+        return self._state[2]
+
+    def held(self) -> bool:
+        """Whether the clock stands at its cap now."""
+        anchor_real, anchor_logical, cap = self._state
+        return anchor_logical + (self._real() - anchor_real) * self.scale >= cap
+
+    def hold(self, due: float | None) -> None:
+        """Do not pass ``due`` (logical Unix seconds; None: nothing to wait for). A ``due`` already
+        past holds the clock where it stands."""
+        with self._lock:
+            real = self._real()
+            anchor_real, anchor_logical, cap = self._state
+            line = anchor_logical + (real - anchor_real) * self.scale
+            value = min(line, cap)
+            new_cap = math.inf if due is None else max(value, due)
+            if new_cap == cap:
+                return
+            if line > cap:  # it was held: go on from where it stood, not from the line
+                self._state = (real, value, new_cap)
+            else:
+                self._state = (anchor_real, anchor_logical, new_cap)
+            self._publish()
+
+    def _publish(self) -> None:
+        if self._map is None:
+            return
+        anchor_real, anchor_logical, cap = self._state
+        self._seq += 1
+        self._map[0:8] = struct.pack("<Q", self._seq)  # odd: being written
+        self._map[8:] = struct.pack("<ddd", anchor_real, anchor_logical, cap)
+        self._seq += 1
+        self._map[0:8] = struct.pack("<Q", self._seq)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+def read_clock_file(view: mmap.mmap | bytes) -> tuple[float, float, float]:
+    """(anchor_real, anchor_logical, cap) from a clock file, never half of a write."""
+    for _ in range(1000):
+        seq, anchor_real, anchor_logical, cap = _LAYOUT.unpack(view[:CLOCK_FILE_SIZE])
+        if seq % 2 == 0 and struct.unpack("<Q", view[0:8])[0] == seq:
+            return anchor_real, anchor_logical, cap
+    raise RuntimeError("the clock file is being written without end")
+
+
+class SharedClock:
+    """A reader's side (the runtime, tests): the emulator's clock from its file, with the interface
+    of :class:`serverless_retry.clock.ScaledClock` (``now()`` as a datetime, ``real_duration``)."""
+
+    def __init__(
+        self, path: Path, *, epoch: float, scale: float, real: Callable[[], float] = time.time
+    ) -> None:
+        self.path = path
+        self.epoch = epoch
+        self.scale = scale
+        self._real = real
+        with path.open("rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), CLOCK_FILE_SIZE, access=mmap.ACCESS_READ)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SharedClock):
+            return NotImplemented
+        return (self.path, self.epoch, self.scale) == (other.path, other.epoch, other.scale)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.epoch, self.scale))
+
+    def __repr__(self) -> str:
+        return f"SharedClock(path={str(self.path)!r}, epoch={self.epoch!r}, scale={self.scale!r})"
+
+    def seconds(self) -> float:
+        anchor_real, anchor_logical, cap = read_clock_file(self._map)
+        return min(anchor_logical + (self._real() - anchor_real) * self.scale, cap)
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.seconds(), UTC)
+
+    def real_duration(self, logical_seconds: float) -> float:
+        """Real seconds ``logical_seconds`` take at least (more while the clock is held)."""
+        return max(0.0, logical_seconds / self.scale)
+
+    def held(self) -> bool:
+        anchor_real, anchor_logical, cap = read_clock_file(self._map)
+        return anchor_logical + (self._real() - anchor_real) * self.scale >= cap
