@@ -378,6 +378,29 @@ def test_patched_code_location_serves_the_deployed_zip(patched: Aws) -> None:
         assert response.read() == ZIP
 
 
+# --- lambda_layer_content_unreachable -------------------------------------------------------------
+
+
+def _layer_location(aws: Aws) -> str:
+    arn = aws.client("lambda").publish_layer_version(LayerName=aws.name("layer"), Content={"ZipFile": ZIP})[
+        "LayerVersionArn"
+    ]
+    name, version = arn.split(":")[-2:]
+    content = aws.client("lambda").get_layer_version(LayerName=name, VersionNumber=int(version))["Content"]
+    return str(content["Location"])
+
+
+def test_raw_moto_layer_content_location_is_not_served_locally(raw: Aws) -> None:
+    assert not _layer_location(raw).startswith(raw.emulator.url)
+
+
+def test_patched_layer_content_location_serves_the_published_zip(patched: Aws) -> None:
+    location = _layer_location(patched)
+    assert location.startswith(patched.emulator.url)
+    with urllib.request.urlopen(location, timeout=10) as response:
+        assert response.read() == ZIP
+
+
 # --- lambda_hides_reserved_concurrency_zero ---------------------------------------------------------------
 
 

@@ -26,20 +26,30 @@ from urllib.parse import unquote
 
 from serverless_retry_tools.help_text import plain
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, LogicalClock, install_logical_sqs
-from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
+from serverless_retry_tools.local.moto_patches import (
+    CODE_ROUTE,
+    LAYER_ROUTE,
+    PATCHES,
+    PatchContext,
+    apply_patches,
+    deployed_layer_zip,
+)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def _own_routes(app: WsgiApp, clock: LogicalClock) -> WsgiApp:
-    """Serve the clock at CLOCK_ROUTE and deployed Lambda zips at the Code.Location the
-    ``lambda_code_location_unreachable`` patch hands out; everything else goes to moto."""
+    """Serve the clock at CLOCK_ROUTE, deployed Lambda zips at the Code.Location the
+    ``lambda_code_location_unreachable`` patch hands out and layer zips at the one of
+    ``lambda_layer_content_unreachable``; everything else goes to moto."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         if path == CLOCK_ROUTE:
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps({"epoch": clock.epoch, "scale": clock.scale}).encode()]
+        if path.startswith(LAYER_ROUTE + "/"):
+            return _zip_or_404(path, lambda: deployed_layer_zip(path), start_response)
         if not path.startswith(CODE_ROUTE + "/"):
             return app(environ, start_response)
         from moto.awslambda.models import lambda_backends
@@ -59,6 +69,16 @@ def _own_routes(app: WsgiApp, clock: LogicalClock) -> WsgiApp:
         return [body]
 
     return wrapped
+
+
+def _zip_or_404(path: str, body: Callable[[], bytes], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    try:
+        content = body()
+    except Exception as exc:  # any lookup failure is a 404 for the caller
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [f"no deployed layer at {path}: {exc}".encode()]
+    start_response("200 OK", [("Content-Type", "application/zip"), ("Content-Length", str(len(content)))])
+    return [content]
 
 
 def main(argv: list[str] | None = None) -> int:
