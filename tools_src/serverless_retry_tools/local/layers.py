@@ -42,8 +42,8 @@ def _unknown(arn: str, why: str = "") -> LayerError:
     return LayerError(f"Layer version {arn} does not exist." + (f" ({why})" if why else ""))
 
 
-def _zip_of(lambda_client: Any, function_arn: str, arn: str) -> tuple[str, bytes]:
-    """(CodeSha256, zip bytes) of one layer version, read through the Lambda API."""
+def _content_of(lambda_client: Any, function_arn: str, arn: str) -> tuple[str, str]:
+    """(CodeSha256, download URL) of one layer version, read through the Lambda API."""
     found, function = _LAYER_ARN.match(arn), _FUNCTION_ARN.match(function_arn)
     if found is None:
         raise _unknown(arn, "not a layer version ARN")
@@ -62,16 +62,20 @@ def _zip_of(lambda_client: Any, function_arn: str, arn: str) -> tuple[str, bytes
             f"layer {arn}: GetLayerVersion gave no downloadable Content.Location ({location!r}); "
             "is the emulator's lambda_layer_content_unreachable patch on?"
         )
+    return str(content.get("CodeSha256") or location), location
+
+
+def _download(location: str) -> bytes:
     with urllib.request.urlopen(location, timeout=30) as response:
-        return str(content.get("CodeSha256") or ""), bytes(response.read())
+        return bytes(response.read())
 
 
 def mount(lambda_client: Any, function_arn: str, arns: Sequence[str], root: Path) -> Path:
     """The ``/opt`` of a function with these layers (in this order), under ``root``: built once per
     list of layer contents and renamed into place complete, so workers starting together never see a
     half-extracted tree."""
-    blobs = [_zip_of(lambda_client, function_arn, arn) for arn in arns]
-    key = hashlib.sha256("\n".join(sha or hashlib.sha256(b).hexdigest() for sha, b in blobs).encode())
+    contents = [_content_of(lambda_client, function_arn, arn) for arn in arns]
+    key = hashlib.sha256("\n".join(sha for sha, _ in contents).encode())
     target = root / f"opt-{key.hexdigest()[:32]}"
     with _lock:
         if (target / _COMPLETE).exists():
@@ -79,8 +83,8 @@ def mount(lambda_client: Any, function_arn: str, arns: Sequence[str], root: Path
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
         try:
-            for _, blob in blobs:  # in the function's order: a later layer's file wins
-                with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+            for _, location in contents:  # in the function's order: a later layer's file wins
+                with zipfile.ZipFile(io.BytesIO(_download(location))) as zf:
                     zf.extractall(staging)
             (staging / _COMPLETE).write_text("\n".join(arns))
             try:
