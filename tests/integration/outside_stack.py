@@ -131,10 +131,14 @@ def user_code(home: Path, build: Path) -> None:
     (src / "__init__.py").write_text("")
     (src / "process.py").write_text(PROCESSOR)
     (home / "requirements.txt").write_text(REQUIREMENT + "\n")
-    common = ["--python", "3.12", "-r", "requirements.txt"]
+    # For the functions' runtime and architecture (the modules' defaults: python3.12 on arm64), as a
+    # user deploying the quickstart must. The emulator's workers run on this machine: the one compiled
+    # dependency (google-re2) is imported only for a policy with message regexes, and this has none.
+    target = ["--python", "3.12", "--arch", "arm64"]
+    common = [*target, "-r", "requirements.txt"]
     serverless_retry("package", "function", "src", *common, "--with-serverless-retry", "-o", str(build / "orders.zip"), cwd=home)  # fmt: skip
     serverless_retry("package", "function", "src", *common, "-o", str(build / "orders-code.zip"), cwd=home)  # fmt: skip
-    serverless_retry("package", "layer", "--python", "3.12", "-o", str(build / "serverless-retry-layer.zip"), cwd=home)  # fmt: skip
+    serverless_retry("package", "layer", *target, "-o", str(build / "serverless-retry-layer.zip"), cwd=home)  # fmt: skip
 
 
 def user_root(root: Path, clone: Path, url: str, region: str) -> None:
