@@ -378,6 +378,59 @@ def test_patched_code_location_serves_the_deployed_zip(patched: Aws) -> None:
         assert response.read() == ZIP
 
 
+# --- lambda_layer_content_unreachable -------------------------------------------------------------
+
+
+def _layer_location(aws: Aws) -> str:
+    arn = aws.client("lambda").publish_layer_version(LayerName=aws.name("layer"), Content={"ZipFile": ZIP})[
+        "LayerVersionArn"
+    ]
+    name, version = arn.split(":")[-2:]
+    content = aws.client("lambda").get_layer_version(LayerName=name, VersionNumber=int(version))["Content"]
+    return str(content["Location"])
+
+
+def test_raw_moto_layer_content_location_is_not_served_locally(raw: Aws) -> None:
+    assert not _layer_location(raw).startswith(raw.emulator.url)
+
+
+def test_patched_layer_content_location_serves_the_published_zip(patched: Aws) -> None:
+    location = _layer_location(patched)
+    assert location.startswith(patched.emulator.url)
+    with urllib.request.urlopen(location, timeout=10) as response:
+        assert response.read() == ZIP
+
+
+# --- lambda_unknown_layer_version_is_not_found ---------------------------------------------------
+
+
+MISSING_LAYER = "arn:aws:lambda:us-east-1:123456789012:layer:never-published:3"  # the emulator's account
+
+
+def _function_with_missing_layer(aws: Aws) -> ClientError:
+    with pytest.raises(ClientError) as caught:
+        aws.function(Layers=[MISSING_LAYER])
+    return caught.value
+
+
+def test_raw_moto_unknown_layer_version_is_resource_not_found(raw: Aws) -> None:
+    error = _function_with_missing_layer(raw).response
+    assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Code"]) == (
+        404,
+        "ResourceNotFoundException",
+    )
+
+
+def test_patched_unknown_layer_version_is_an_invalid_parameter(patched: Aws) -> None:
+    error = _function_with_missing_layer(patched).response
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert error["Error"]["Code"] == "InvalidParameterValueException"
+    assert (
+        error["Error"]["Message"] == f"Layer version {error['Error']['Message'].split()[2]} does not exist."
+    )
+    assert ":layer:never-published:3 does not exist." in error["Error"]["Message"]
+
+
 # --- lambda_hides_reserved_concurrency_zero ---------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ another (a test fixture root); the package is ``dist/examples/<package or name>.
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
@@ -51,6 +52,9 @@ class StackSpec:
     clock_scale: float = 100.0
     directory: str | None = None  # the root, relative to the repository; None: examples/<name>
     package: str | None = None  # the dist/examples/<package>.zip it deploys; None: <name>
+    # "python.module:Class", a SharedStack subclass that prepares and applies the root its own way
+    # (the outside-the-repository stack); None: an example root and its package, as below.
+    applier: str | None = None
 
     @property
     def root(self) -> str:
@@ -65,6 +69,9 @@ STACKS: tuple[StackSpec, ...] = (
     StackSpec("native-retry", "native_retry_stack", "examples/native-retry/src/native_orders", {"function_timeout": 30, "release": "buggy"}, clock_scale=10.0),
     # Both FIFO orders (modules/scheduled-retry, fifo = true) with the example's processor and zip.
     StackSpec("fifo-retry", "fifo_retry_stack", "examples/scheduled-retry/src/orders_example", directory="tests/terraform/fixtures/fifo-retry", package="scheduled-retry"),
+    # A user's root outside the checkout: modules from a tagged clone, their processor packaged by
+    # `serverless-retry package` (tests/integration/outside_stack.py). x20: 6 x 30 s visibility.
+    StackSpec("outside", "outside_stack", "", clock_scale=20.0, directory="outside/infra", applier="tests.integration.outside_stack:OutsideStack"),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 
@@ -256,7 +263,11 @@ class Registry:
                     self._terraform = Terraform(terraform_env(), niced=False)
                 (tmp / spec.name).mkdir()
                 publish = tmp / f"{spec.name}.json" if self._publish else None
-                self._stacks[spec.name] = SharedStack(spec, self._terraform, tmp / spec.name, publish)
+                kind: type[SharedStack] = SharedStack
+                if spec.applier is not None:
+                    module, _, name = spec.applier.partition(":")
+                    kind = getattr(importlib.import_module(module), name)
+                self._stacks[spec.name] = kind(spec, self._terraform, tmp / spec.name, publish)
             return self._stacks[spec.name]
 
     def applied(self, name: str) -> bool:

@@ -1,8 +1,9 @@
 """The README's quickstarts are valid Terraform against the modules as they are: each block after a
 `<!-- quickstart:<pattern> -->` marker, its pinned git source pointed at this checkout's module, in
 one root with placeholder zips, passes `terraform validate`. A module input renamed or removed
-without the README following fails here. (Applying them on the emulator is the outside-the-repository
-integration test's part.)"""
+without the README following fails here. (The scheduled-retry quickstart is also applied, literally
+but for its source, on the emulator from a user's root outside the checkout:
+tests/integration/test_outside_the_repository.py.)"""
 
 from __future__ import annotations
 

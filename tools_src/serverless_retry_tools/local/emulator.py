@@ -15,9 +15,10 @@ pytest process (which resets it) and with any second emulator; the compatibility
 (:mod:`serverless_retry_tools.local.moto_patches`) would leak into the caller; and the server would
 compete for this process's GIL with the runtime. A child gets its own state, its own patches and
 its own interpreter, and ``stop()`` ends it for certain. The runtime then reads everything through
-the AWS API, exactly as it would against a real endpoint: the one thing moto could not serve that
-way, a function's deployed code, is served by the ``lambda_code_location_unreachable`` patch at the
-URL GetFunction returns, as AWS does with its presigned S3 URL.
+the AWS API, exactly as it would against a real endpoint: the things moto could not serve that way,
+a function's deployed code and its layers' zips, are served by the ``lambda_code_location_unreachable``
+and ``lambda_layer_content_unreachable`` patches at the URLs GetFunction and GetLayerVersion return,
+as AWS does with its presigned S3 URLs.
 
 This module imports nothing from moto; the child (:mod:`serverless_retry_tools.local.emulator_server`)
 does.

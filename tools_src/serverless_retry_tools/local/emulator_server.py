@@ -33,7 +33,14 @@ from serverless_retry_tools.help_text import plain
 from serverless_retry_tools.local.clock_server import ClockServer
 from serverless_retry_tools.local.held_clock import HeldClock
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, HOLDS_ROUTE, install_logical_sqs
-from serverless_retry_tools.local.moto_patches import CODE_ROUTE, PATCHES, PatchContext, apply_patches
+from serverless_retry_tools.local.moto_patches import (
+    CODE_ROUTE,
+    LAYER_ROUTE,
+    PATCHES,
+    PatchContext,
+    apply_patches,
+    deployed_layer_zip,
+)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -43,9 +50,9 @@ def _clock_json(clock: HeldClock) -> dict[str, Any]:
 
 
 def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
-    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, and deployed Lambda zips
-    at the Code.Location the ``lambda_code_location_unreachable`` patch hands out; everything else
-    goes to moto."""
+    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, deployed Lambda zips at
+    the Code.Location the ``lambda_code_location_unreachable`` patch hands out and layer zips at the
+    one of ``lambda_layer_content_unreachable``; everything else goes to moto."""
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
@@ -61,25 +68,32 @@ def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
                 return [f"bad clock hold declaration: {exc!r}".encode()]
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(answer).encode()]
+        if path.startswith(LAYER_ROUTE + "/"):
+            return _zip_or_404(path, lambda: deployed_layer_zip(path), start_response)
         if not path.startswith(CODE_ROUTE + "/"):
             return app(environ, start_response)
-        from moto.awslambda.models import lambda_backends
-
-        parts = [unquote(p) for p in path[len(CODE_ROUTE) + 1 :].split("/")]
-        try:
-            account, region, name, version = parts
-            fn = lambda_backends[account][region].get_function(
-                name, None if version == "$LATEST" else version
-            )
-            body: bytes = fn.code_bytes
-        except Exception as exc:  # any lookup failure is a 404 for the caller
-            message = f"no deployed code at {path}: {exc}".encode()
-            start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [message]
-        start_response("200 OK", [("Content-Type", "application/zip"), ("Content-Length", str(len(body)))])
-        return [body]
+        return _zip_or_404(path, lambda: _deployed_code(path), start_response)
 
     return wrapped
+
+
+def _deployed_code(path: str) -> bytes:
+    from moto.awslambda.models import lambda_backends
+
+    account, region, name, version = [unquote(p) for p in path[len(CODE_ROUTE) + 1 :].split("/")]
+    fn = lambda_backends[account][region].get_function(name, None if version == "$LATEST" else version)
+    body: bytes = fn.code_bytes
+    return body
+
+
+def _zip_or_404(path: str, body: Callable[[], bytes], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    try:
+        content = body()
+    except Exception as exc:  # any lookup failure is a 404 for the caller
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [f"nothing deployed at {path}: {exc}".encode()]
+    start_response("200 OK", [("Content-Type", "application/zip"), ("Content-Length", str(len(content)))])
+    return [content]
 
 
 def main(argv: list[str] | None = None) -> int:

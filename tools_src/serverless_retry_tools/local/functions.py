@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from serverless_retry_tools.local.lambda_python import resolve as resolve_python
+from serverless_retry_tools.local.layers import mount as mount_layers
 
 __all__ = [
     "CLOCK_FILE_VARIABLE",
@@ -93,6 +94,7 @@ class FunctionConfig:
     log_format: str
     log_level: str
     runtime: str
+    layers: tuple[str, ...] = ()  # layer version ARNs, in the function's order (mounted at /opt)
     # Not part of the worker's identity: a changed reserved concurrency changes the cap, not the code.
     reserved_concurrency: int | None = field(default=None, compare=False)
 
@@ -115,6 +117,7 @@ class FunctionConfig:
             log_format=logging_config.get("LogFormat") or "Text",
             log_level=logging_config.get("ApplicationLogLevel") or "",
             runtime=config.get("Runtime") or "",
+            layers=tuple(layer["Arn"] for layer in config.get("Layers") or ()),
             reserved_concurrency=_reserved(response),
         )
 
@@ -303,7 +306,14 @@ class FunctionPool:
         """Unpack the function's code and find its Python (a first use may install boto3 for it),
         so that a batch received next does not spend its visibility timeout on that."""
         self._code_dir(config)
+        self._opt_dir(config)
         self._interpreter(config)
+
+    def _opt_dir(self, config: FunctionConfig) -> Path | None:
+        """The function's layers extracted as Lambda's /opt (None without layers)."""
+        if not config.layers:
+            return None
+        return mount_layers(self._lambda, config.arn, config.layers, self._code_root / "layers")
 
     def _start(self, config: FunctionConfig) -> _Worker:
         task_root = str(self._code_dir(config))
@@ -326,6 +336,9 @@ class FunctionPool:
             str(write_fd),
         ]
         cmd += ["--sentinel", token]
+        opt = self._opt_dir(config)
+        if opt is not None:
+            cmd += ["--opt", str(opt)]
         for lib in libs:
             cmd += ["--lib", lib]
         try:

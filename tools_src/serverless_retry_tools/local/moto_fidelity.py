@@ -233,6 +233,39 @@ def _lambda_list_event_source_mappings_by_name_misses_arns(_: Any) -> Undo:
     return replace(LambdaBackend, "list_event_source_mappings", list_event_source_mappings)
 
 
+_LAYER_VERSION_ARN = re.compile(
+    r"^arn:[a-zA-Z0-9-]+:lambda:([a-z0-9-]+):(\d{12}):layer:([a-zA-Z0-9_-]+):([0-9]+)$"
+)
+
+
+def _lambda_unknown_layer_version_is_not_found(_: Any) -> Undo:
+    # CreateFunction / UpdateFunctionConfiguration with a layer version that does not exist: AWS
+    # refuses with InvalidParameterValueException (400) "Layer version <arn> does not exist."; moto
+    # answers ResourceNotFoundException (404), and finds a layer by name alone, so another region's
+    # or account's ARN of a same-named layer passes. Here a layer of the function's own account and
+    # region must exist exactly; another account's (such as AWS's public layers, which the emulator
+    # cannot hold) is left to the runtime, which refuses to start the function without it.
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.models import LambdaFunction, lambda_backends
+
+    original = LambdaFunction.__dict__["_get_layers_data"]
+
+    def get_layers_data(self: Any, arns: list[str]) -> Any:
+        backend = lambda_backends[self.account_id][self.region]
+        out = []
+        for arn in arns:  # in the function's order, which is the order Lambda extracts them in
+            found = _LAYER_VERSION_ARN.match(arn)
+            if found is not None and (found.group(1), found.group(2)) != (self.region, self.account_id):
+                out.append({"Arn": arn, "CodeSize": 0})
+                continue
+            if found is not None and backend.layers_versions_by_arn(arn) is None:
+                raise InvalidParameterValueException(f"Layer version {arn} does not exist.")
+            out += original(self, [arn])
+        return out
+
+    return replace(LambdaFunction, "_get_layers_data", get_layers_data)
+
+
 def _lambda_event_source_mapping_skips_sqs_rules(_: Any) -> Undo:
     # CreateEventSourceMapping / UpdateEventSourceMapping on an SQS queue: Lambda refuses a queue
     # whose visibility timeout is shorter than the function's timeout, a batch size above 10 without
@@ -463,6 +496,11 @@ FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
         "lambda_list_event_source_mappings_by_name_misses_arns",
         "ListEventSourceMappings(FunctionName=name) misses mappings created with the function ARN",
         _lambda_list_event_source_mappings_by_name_misses_arns,
+    ),
+    (
+        "lambda_unknown_layer_version_is_not_found",
+        "a function's unknown layer version is a 404 ResourceNotFoundException, and matched by name alone",
+        _lambda_unknown_layer_version_is_not_found,
     ),
     (
         "lambda_event_source_mapping_skips_sqs_rules",

@@ -215,6 +215,44 @@ def _lambda_code_location_unreachable(ctx: PatchContext) -> Undo:
     return replace(LambdaFunction, "get_code", new_get_code)
 
 
+LAYER_ROUTE = "/_serverless_retry/lambda-layer"
+
+
+def _lambda_layer_content_unreachable(ctx: PatchContext) -> Undo:
+    # GetLayerVersion (and a function's layers) answer Content.Location "s3://": the layer's zip
+    # cannot be fetched, so a function using a layer could not run locally. AWS returns a presigned
+    # URL of the zip; the emulator server serves the zip the version was published from at
+    # LAYER_ROUTE (see emulator_server.py), and the runtime unpacks it as Lambda does into /opt.
+    from moto.awslambda.models import LayerVersion
+
+    get_layer_version = LayerVersion.__dict__["get_layer_version"]
+
+    def new_get_layer_version(self: Any) -> dict[str, Any]:
+        resp: dict[str, Any] = get_layer_version(self)
+        if getattr(self, "code_bytes", b""):
+            resp["Content"]["Location"] = (
+                f"{ctx.server_url}{LAYER_ROUTE}/{self.account_id}/{self.region}/"
+                f"{quote(self.name)}/{self.version}?sha256={quote(self.code_sha_256, safe='')}"
+            )
+        return resp
+
+    return replace(LayerVersion, "get_layer_version", new_get_layer_version)
+
+
+def deployed_layer_zip(path: str) -> bytes:
+    """The zip a layer version was published from, for ``LAYER_ROUTE/<account>/<region>/<name>/<version>``
+    (raises when there is no such version)."""
+    from urllib.parse import unquote
+
+    from moto.awslambda.models import lambda_backends
+
+    account, region, name, version = [unquote(p) for p in path[len(LAYER_ROUTE) + 1 :].split("/")]
+    body: bytes = lambda_backends[account][region].get_layer_version(name, version).code_bytes
+    if not body:
+        raise LookupError(f"layer {name}:{version} has no stored content")
+    return body
+
+
 def _lambda_hides_reserved_concurrency_zero(_: PatchContext) -> Undo:
     # PutFunctionConcurrency with 0 is stored, but GetFunction leaves Concurrency out when the value
     # is falsy, so a function throttled to a standstill looks unlimited. AWS returns
@@ -312,6 +350,11 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         "lambda_code_location_unreachable",
         "GetFunction gives no reachable Code.Location for the deployed zip",
         _lambda_code_location_unreachable,
+    ),
+    Patch(
+        "lambda_layer_content_unreachable",
+        "GetLayerVersion gives no reachable Content.Location for the layer's zip",
+        _lambda_layer_content_unreachable,
     ),
     Patch(
         "lambda_hides_reserved_concurrency_zero",

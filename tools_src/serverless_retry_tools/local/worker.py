@@ -1,7 +1,7 @@
 """One Lambda execution environment: a child process that imports a function's handler from its
 deployed code and runs one invocation at a time.
 
-The runtime starts it as ``python -I -S worker.py --task-root DIR --lib SITE_DIR...`` with an
+The runtime starts it as ``python -I -S worker.py --task-root DIR [--opt LAYERS] --lib SITE_DIR...`` with an
 environment built from scratch (the function's variables, the Lambda reserved ones, emulator
 credentials). ``-I -S`` keep the caller's sys.path, .pth files (such as an editable install of
 this very project) and environment out, so ``import serverless_retry`` inside the handler finds
@@ -157,11 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--task-root", required=True)
     parser.add_argument("--lib", action="append", default=[])
+    parser.add_argument("--opt", help="the function's layers, extracted as Lambda's /opt")
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--sentinel", required=True, help="printed after each invocation's output")
     args = parser.parse_args(argv)
 
-    sys.path[:] = [args.task_root, *[p for p in sys.path if p], *args.lib]
+    # Lambda's order: the function's code, its layers' python/lib/pythonX.Y/site-packages and python/,
+    # then the runtime's own (here: the standard library, then boto3's directory).
+    layers = []
+    if args.opt:
+        site = f"python/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+        layers = [os.path.join(args.opt, site), os.path.join(args.opt, "python")]
+    sys.path[:] = [args.task_root, *layers, *[p for p in sys.path if p], *args.lib]
     os.chdir(args.task_root)
     results = os.fdopen(args.result_fd, "w", buffering=1, encoding="utf-8")
     # As Lambda's runtime does, every write goes out at once: a crash or a timeout kill loses nothing.
