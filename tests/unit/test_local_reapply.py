@@ -91,3 +91,12 @@ def test_the_talk_line_names_the_region_for_boto3_and_the_aws_cli() -> None:
     pairs = dict(pair.split("=", 1) for pair in line.split())
     assert pairs["AWS_DEFAULT_REGION"] == pairs["AWS_REGION"] == "eu-central-1"
     assert pairs["AWS_ENDPOINT_URL"] == "http://127.0.0.1:4566"
+
+
+def test_local_without_a_root_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from serverless_retry_tools.cli import main
+
+    assert main(["local"]) == 2
+    assert (
+        "serverless-retry local needs --root DIR (or: local apply --ready-file F)" in capsys.readouterr().err
+    )

@@ -116,7 +116,10 @@ def register(subparsers: Any) -> None:
         help="the sandbox's ready file",
     )
     again.add_argument(
-        "--root", dest="apply_root", help="the root to apply (default: the one the sandbox applied)"
+        "--root",
+        dest="apply_root",
+        metavar="DIR",
+        help="the root to apply (default: the one the sandbox applied)",
     )
     again.add_argument(
         "--var",
