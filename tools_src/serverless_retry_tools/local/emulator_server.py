@@ -1,4 +1,4 @@
-"""The emulator child process: moto's server app with our compatibility patches, on 127.0.0.1.
+"""The emulator server: moto's server app with our compatibility patches, on 127.0.0.1.
 
 Started by :class:`serverless_retry_tools.local.emulator.Emulator`, or by hand as a sandbox that stays up
 (``python -m serverless_retry_tools.local.emulator_server --port 4566 --ready-file F &``). It prints one
