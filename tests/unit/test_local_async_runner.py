@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from serverless_retry_tools.local.async_runner import AsyncRunner, event_id
 from serverless_retry_tools.local.functions import InvocationResult, Throttled
 from serverless_retry_tools.local.lambda_async import Queued
+from serverless_retry_tools.local.runner_services import RunnerServices
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:fn"
 FAILURES = "arn:aws:sqs:us-east-1:123456789012:failures"
@@ -126,7 +127,20 @@ def queued(**over: Any) -> Queued:
 
 
 def runner(runtime: FakeRuntime) -> AsyncRunner:
-    return AsyncRunner(runtime, threading.Event())  # type: ignore[arg-type]
+    """The runner with the fake's parts: what it gets of a real runtime (runner_services.py)."""
+    services = RunnerServices(
+        region="us-east-1",
+        clock=runtime.clock,  # type: ignore[arg-type]
+        functions=runtime.functions,  # type: ignore[arg-type]
+        clock_holder=None,  # type: ignore[arg-type]  # handle() never holds the clock
+        client=runtime.client,
+        emit=runtime.emit,
+        warn_once=runtime.warn_once,
+        count=runtime.count,
+        queue_url=runtime.queue_url,
+        invoke_async=lambda function, payload: None,
+    )
+    return AsyncRunner(services, threading.Event())
 
 
 def failed() -> InvocationResult:

@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
@@ -34,10 +34,8 @@ from serverless_retry_tools.local.lambda_async import (
     accept_payload,
     validate_event_invoke_config,
 )
+from serverless_retry_tools.local.patch_types import Patch, PatchContext
 from serverless_retry_tools.local.patching import Undo, chain, replace
-
-if TYPE_CHECKING:
-    from serverless_retry_tools.local.moto_patches import Patch, PatchContext
 
 __all__ = ["enqueue_async", "function_allows", "logical_ms", "patches"]
 
@@ -448,8 +446,6 @@ def _with_clock(install: Callable[[PatchContext], Undo]) -> Callable[[PatchConte
 
 
 def patches() -> list[Patch]:
-    from serverless_retry_tools.local.moto_patches import Patch
-
     return [
         Patch(
             "lambda_event_invoke_runs_in_docker",

@@ -49,10 +49,10 @@ from serverless_retry_tools.local.lambda_async import (
     on_pickup,
     sns_destination_message,
 )
+from serverless_retry_tools.local.runner_services import RunnerServices
 
 if TYPE_CHECKING:
     from serverless_retry_tools.local.functions import InvocationResult
-    from serverless_retry_tools.local.runtime import Runtime
 
 __all__ = ["AsyncRunner", "event_id"]
 
@@ -87,8 +87,8 @@ class DestinationError(RuntimeError):
 
 
 class AsyncRunner:
-    def __init__(self, runtime: Runtime, stop: threading.Event, *, workers: int = _WORKERS) -> None:
-        self._rt = runtime
+    def __init__(self, services: RunnerServices, stop: threading.Event, *, workers: int = _WORKERS) -> None:
+        self._rt = services
         self._stop = stop
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda-async")
         self._free = workers

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import tempfile
@@ -68,9 +67,10 @@ def register(subparsers: Any) -> None:
         description="Start the emulator, apply --root to it (terraform gets AWS_ENDPOINT_URL and test "
         "credentials, and -var aws_endpoint_url=... when the root declares that variable), then run its "
         "event source mappings, schedules and pipes until --duration passes, Ctrl-C or SIGTERM (both "
-        "let running invocations finish, then destroy unless --no-destroy).",
+        "let running invocations finish, then destroy unless --no-destroy). 'serverless-retry local "
+        "apply --ready-file F' re-applies a changed root to it while it runs.",
     )
-    local.add_argument("--root", required=True, help="the Terraform root directory to apply")
+    local.add_argument("--root", help="the Terraform root directory to apply (required)")
     local.add_argument(
         "--var", action="append", default=[], metavar="NAME=VALUE", help="a root variable (repeatable)"
     )
@@ -93,10 +93,43 @@ def register(subparsers: Any) -> None:
     local.add_argument(
         "--ready-file",
         metavar="PATH",
-        help="once the apply is done and the pollers run, write JSON here: endpoint, region, the root's "
-        "outputs, the clock (epoch, scale), the work dir and this process's pid; removed at exit",
+        help="once the apply is done and the pollers run, write JSON here: endpoint, region, the state "
+        "file, the root's outputs, the clock (epoch, scale), the work dir, this process's pid and how the "
+        "root was applied (for 'local apply'); removed at exit",
     )
     local.set_defaults(func=_cmd_local)
+    actions = local.add_subparsers(dest="local_action", metavar="{apply}")
+    again = actions.add_parser(
+        "apply",
+        help="re-apply a changed root to a running 'serverless-retry local' (e.g. the fix)",
+        description="Init and apply a Terraform root to a running 'serverless-retry local', which keeps "
+        "polling meanwhile: the state file, TF_DATA_DIR, Terraform CLI configuration and variables come "
+        "from the sandbox's ready file; --var overrides a variable, --root another directory (default the "
+        "one the sandbox applied). The ready file then holds the new outputs and variables, and the "
+        "sandbox destroys what is deployed at exit. Exit 1 when Terraform fails, 2 when no sandbox runs.",
+    )
+    again.add_argument(
+        "--ready-file",
+        dest="apply_ready_file",
+        required=True,
+        metavar="PATH",
+        help="the sandbox's ready file",
+    )
+    again.add_argument(
+        "--root",
+        dest="apply_root",
+        metavar="DIR",
+        help="the root to apply (default: the one the sandbox applied)",
+    )
+    again.add_argument(
+        "--var",
+        dest="apply_vars",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a root variable, over the sandbox's (repeatable)",
+    )
+    again.set_defaults(func=_cmd_local_apply)
 
 
 # Each example's own defaults for the options it leaves to the user.
@@ -155,15 +188,54 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Stopped()
 
 
-def _write_ready_file(path: Path, ready: dict[str, Any]) -> None:
-    # Written whole then renamed: a script polling for the file never reads half of it.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(ready, indent=1, default=str))
-    partial.replace(path)
+def _cmd_local_apply(args: argparse.Namespace) -> int:
+    from serverless_retry_tools.local.ready_file import ReadyFileError
+    from serverless_retry_tools.local.reapply import apply_to_sandbox
+    from serverless_retry_tools.local.terraform import TerraformError
+
+    root = Path(args.apply_root) if args.apply_root else None
+    if root is not None and not root.is_dir():
+        print(f"error: {root} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        info = apply_to_sandbox(
+            Path(args.apply_ready_file),
+            root=root,
+            overrides=_parse_vars(args.apply_vars),
+            printer=lambda line: print(f"  {line}", flush=True),
+        )
+    except ReadyFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except TerraformError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for name, value in info["outputs"].items():
+        print(f"output {name} = {value}", flush=True)
+    print(
+        f"applied {info['terraform']['root']} to the sandbox at {info['endpoint']} (pid {info['pid']})",
+        flush=True,
+    )
+    return 0
+
+
+def _recorded_variables(ready_file: Path | None, applied: dict[str, Any]) -> dict[str, Any]:
+    """The variables last applied: the ready file's, once 'local apply' changed them."""
+    if ready_file is None:
+        return applied
+    try:
+        recorded = json.loads(ready_file.read_text(encoding="utf-8"))["terraform"]["variables"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return applied
+    return dict(recorded) if isinstance(recorded, dict) else applied
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
+    if not args.root:
+        print(
+            "error: serverless-retry local needs --root DIR (or: local apply --ready-file F)", file=sys.stderr
+        )
+        return 2
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     ready_file = Path(args.ready_file).resolve() if args.ready_file else None
     try:
@@ -176,6 +248,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
 
 def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
     from serverless_retry_tools.local.emulator import Emulator
+    from serverless_retry_tools.local.ready_file import sandbox_info, talk_environment, write_json_atomically
     from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
     from serverless_retry_tools.local.terraform import (
         Terraform,
@@ -215,7 +288,7 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
                 print(f"output {name} = {value}", flush=True)
             print(
                 f"running event source mappings, schedules and pipes (clock x{args.clock_scale:g}); talk to it "
-                f"with AWS_ENDPOINT_URL={emulator.url} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing",
+                f"with {talk_environment(emulator.url, emulator.region)}",
                 flush=True,
             )
 
@@ -232,18 +305,14 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
                 max_concurrency=args.max_concurrency,
             )
             runtime.start()
+            ready = sandbox_info(emulator, tf, variables, outputs, work_dir)
             if ready_file is not None:
-                _write_ready_file(
-                    ready_file,
-                    {
-                        "endpoint": emulator.url,
-                        "region": emulator.region,
-                        "outputs": outputs,
-                        "clock": {"epoch": emulator.clock.epoch, "scale": emulator.clock.scale},
-                        "work_dir": str(work_dir),
-                        "pid": os.getpid(),
-                    },
-                )
+                write_json_atomically(ready_file, ready)
+            print(
+                f"ready: endpoint {emulator.url}, region {emulator.region}, state {tf.state}"
+                + (f"; ready file {ready_file}" if ready_file is not None else ""),
+                flush=True,
+            )
             started = time.monotonic()
             runtime.run(deadline_seconds=args.duration if args.duration is not None else 10 * 365 * 86400.0)
             print(f"ran {time.monotonic() - started:.0f} s: {runtime.stats}", flush=True)
@@ -255,7 +324,7 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
                 print(f"stopped: {runtime.stats}", flush=True)
         if not args.no_destroy:
             try:
-                tf.destroy(variables)
+                tf.destroy(_recorded_variables(ready_file, variables))
                 print("destroyed", flush=True)
             except TerraformError as exc:
                 print(f"warning: {exc}", file=sys.stderr)

@@ -136,7 +136,18 @@ class Emulator:
     def start(self) -> str:
         if self._proc is not None:
             raise EmulatorError("the emulator is already started")
-        cmd = [self._python, "-m", "serverless_retry_tools.local.emulator_server", "--host", "127.0.0.1"]
+        # --watch-stdin: stdin stays a pipe that only we hold, so the child exits when it reads EOF and
+        # cannot outlive this process even when we are killed without a chance to call stop().
+        cmd = [
+            self._python,
+            "-m",
+            "serverless_retry_tools.local.emulator_server",
+            "--host",
+            "127.0.0.1",
+            "--region",
+            self.region,
+            "--watch-stdin",
+        ]
         if self._patches is not None:
             cmd += ["--patches", ",".join(self._patches) or "none"]
         epoch = time.time() if self._clock_epoch is None else self._clock_epoch
@@ -150,8 +161,6 @@ class Emulator:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env.update(FAKE_CREDENTIALS)
         env["AWS_DEFAULT_REGION"] = self.region
-        # stdin stays a pipe that only we hold: the child exits when it reads EOF, so it cannot
-        # outlive this process even when we are killed without a chance to call stop().
         self._proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,

@@ -1,9 +1,13 @@
-"""The emulator child process: moto's server app with our compatibility patches, on 127.0.0.1.
+"""The emulator server: moto's server app with our compatibility patches, on 127.0.0.1.
 
-Started by :class:`serverless_retry_tools.local.emulator.Emulator`; not meant to be run by hand, though
-``python -m serverless_retry_tools.local.emulator_server --port 5000`` works for debugging. It prints one
-JSON line (``{"url": ..., "patches": [...], "clock": {"epoch": ..., "scale": ..., "file": ...}}``) once it accepts
-connections, then serves until it reads EOF on stdin (its parent is gone) or gets SIGTERM/SIGINT.
+Started by :class:`serverless_retry_tools.local.emulator.Emulator`, or by hand as a sandbox that stays up
+(``python -m serverless_retry_tools.local.emulator_server --port 4566 --ready-file F &``). It prints one
+JSON line (``{"url": ..., "endpoint": ..., "region": ..., "patches": [...], "clock": {"epoch": ..., "scale": ...,
+"file": ...}, "pid": ...}``) once it accepts connections, writes the same to ``--ready-file``, and says
+on stderr which environment talks to it. It serves until SIGTERM or SIGINT; with ``--watch-stdin``
+(what ``Emulator`` passes, so the child cannot outlive it) also until it reads EOF on stdin. Without
+it stdin is never read: a script's background job (stdin ``/dev/null``) does not exit at once, and a
+shell's background job is not stopped for terminal input.
 
 ``--clock-scale`` / ``--clock-epoch`` put moto's SQS on the logical clock
 (:mod:`serverless_retry_tools.local.logical_time`), a clock the runtime's due events hold
@@ -41,6 +45,7 @@ from serverless_retry_tools.local.moto_patches import (
     apply_patches,
     deployed_layer_zip,
 )
+from serverless_retry_tools.local.ready_file import talk_environment, write_json_atomically
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -106,6 +111,21 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated patch names, 'all' or 'none'; known: {', '.join(PATCHES)}",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument(
+        "--region",
+        default="us-east-1",
+        help="the region the ready line and the environment it prints name (moto serves every region)",
+    )
+    parser.add_argument(
+        "--ready-file",
+        metavar="PATH",
+        help="once it accepts connections, write the ready line's JSON here (removed at exit)",
+    )
+    parser.add_argument(
+        "--watch-stdin",
+        action="store_true",
+        help="also stop at EOF on stdin (for a parent process that holds the pipe); off by default",
+    )
     parser.add_argument("--clock-scale", type=float, default=1.0, help="logical seconds per real second")
     parser.add_argument(
         "--clock-epoch", type=float, help="Unix time where logical and real meet (default now)"
@@ -165,20 +185,37 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
 
-    def watch_parent() -> None:
-        while sys.stdin.read(4096):
-            pass
-        shutdown()
+    if args.watch_stdin:
 
-    threading.Thread(target=watch_parent, daemon=True).start()
-    ready = {"url": url, "patches": applied, "clock": _clock_json(clock)}
+        def watch_parent() -> None:
+            while sys.stdin.read(4096):
+                pass
+            shutdown()
+
+        threading.Thread(target=watch_parent, daemon=True).start()
+    ready = {
+        "url": url,
+        "endpoint": url,
+        "region": args.region,
+        "patches": applied,
+        "clock": _clock_json(clock),
+        "pid": os.getpid(),
+    }
+    ready_file = Path(args.ready_file).resolve() if args.ready_file else None
+    if ready_file is not None:
+        write_json_atomically(ready_file, ready)
     print(json.dumps(ready), flush=True)
+    print(
+        f"emulator ready; talk to it with {talk_environment(url, args.region)}", file=sys.stderr, flush=True
+    )
     try:
         server.serve_forever()
         server.server_close()
     finally:
         clock.close()
         clock_file.unlink(missing_ok=True)
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
     return 0
 
 

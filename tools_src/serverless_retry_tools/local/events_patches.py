@@ -34,16 +34,14 @@ import sys
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from serverless_retry_tools.local.async_patches import enqueue_async, function_allows, logical_ms
 from serverless_retry_tools.local.event_pattern import InvalidEventPattern, matches, parse_pattern
 from serverless_retry_tools.local.input_transform import target_input
 from serverless_retry_tools.local.lambda_async import accept_payload
+from serverless_retry_tools.local.patch_types import Patch, PatchContext
 from serverless_retry_tools.local.patching import Undo, replace
-
-if TYPE_CHECKING:
-    from serverless_retry_tools.local.moto_patches import Patch, PatchContext
 
 __all__ = ["PUT_EVENTS_MAX_BYTES", "entry_size", "patches"]
 
@@ -316,8 +314,6 @@ def _events_test_event_pattern_has_no_result(_: PatchContext) -> Undo:
 
 
 def patches() -> list[Patch]:
-    from serverless_retry_tools.local.moto_patches import Patch
-
     return [
         Patch(
             "events_put_events_routes_like_moto",

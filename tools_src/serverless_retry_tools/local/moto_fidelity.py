@@ -1,6 +1,6 @@
 """Documented AWS constraints that moto 5.2 does not enforce, enforced in the emulator child.
 
-Each is a :class:`~serverless_retry_tools.local.moto_patches.Patch` like the compatibility patches
+Each is a :class:`~serverless_retry_tools.local.patch_types.Patch` like the compatibility patches
 (named for the gap, one change, undoable), and fails the call at the step AWS fails it, with AWS's
 error code and, where AWS documents or is known to return one, its message. The fidelity table
 (docs/local-emulator.md) lists each with its test; ``tests/integration/test_moto_patches.py`` shows raw moto accepting

@@ -14,31 +14,17 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from serverless_retry_tools.local import async_patches, events_patches
 from serverless_retry_tools.local.moto_fidelity import FIDELITY_PATCHES
+from serverless_retry_tools.local.patch_types import Patch, PatchContext
 from serverless_retry_tools.local.patching import Undo, chain, replace
 
 __all__ = ["PATCHES", "Patch", "PatchContext", "apply_patches", "patched"]
-
-
-@dataclass(frozen=True)
-class PatchContext:
-    """What a patch may need to know about the server it runs in."""
-
-    server_url: str = "http://127.0.0.1"
-    clock: Any = None  # the emulator's LogicalClock (logical_time.py); None: real time
-
-
-@dataclass(frozen=True)
-class Patch:
-    name: str
-    corrects: str
-    install: Callable[[PatchContext], Undo]
 
 
 # --- SQS ---------------------------------------------------------------------------------------
@@ -368,25 +354,17 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
     ),
 )
 # Compatibility patches let our modules apply and run; fidelity patches make moto refuse what AWS
-# refuses (serverless_retry_tools.local.moto_fidelity).
+# refuses (serverless_retry_tools.local.moto_fidelity); self-healing's async invocation and
+# EventBridge patches live in modules of their own.
 PATCHES: dict[str, Patch] = {
     p.name: p
     for p in (
         *COMPATIBILITY_PATCHES,
         *(Patch(name, corrects, install) for name, corrects, install in FIDELITY_PATCHES),
+        *async_patches.patches(),
+        *events_patches.patches(),
     )
 }
-
-
-# Self-healing's async invocation and EventBridge patches live in their own modules.
-def _register_more() -> None:
-    from serverless_retry_tools.local import async_patches, events_patches
-
-    for patch in (*async_patches.patches(), *events_patches.patches()):
-        PATCHES[patch.name] = patch
-
-
-_register_more()
 
 
 def apply_patches(names: list[str] | tuple[str, ...] | None, ctx: PatchContext) -> Undo:

@@ -7,8 +7,11 @@ The story of ``examples/native-retry`` (orders in :mod:`serverless_retry_tools.l
 2. once every order has failed ``failed_receives_before_fix`` receive(s), the story checks that all
    of them wait in the queue: none lost, none in the DLQ (each is within its maxReceiveCount of 5),
    none booked;
-3. the fix is deployed by a variable change and a second ``terraform apply`` while the runtime keeps
-   running; each order comes back when its visibility timeout ends and is booked, with no redrive;
+3. the fix is deployed by a variable change and a second apply while the runtime keeps running,
+   through the documented sandbox path: ``serverless-retry local apply --ready-file F --var
+   release=fixed`` (:mod:`serverless_retry_tools.local.reapply`), run as a command against the
+   demo's ready file; each order comes back when its visibility timeout ends and is booked, with no
+   redrive;
 4. new orders that crash right after their booking, and copies of backlog orders, are sent; SQS
    delivers the crashed ones again and the idempotency layer answers every copy;
 5. every message is accounted for with the same table as the scheduled-retry demo
@@ -30,6 +33,7 @@ prints the margin the run had: a lower bound, measured from the moment of sendin
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -76,12 +80,17 @@ from serverless_retry_tools.local.native_workload import (
     build_native_workload,
     expected_replays,
 )
+from serverless_retry_tools.local.ready_file import sandbox_info, write_json_atomically
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.terraform import TerraformError
 
 __all__ = [
+    "FIX",
     "NativeOptions",
     "StoryResult",
     "check_bookings",
+    "fix_command",
+    "fix_through_sandbox",
     "parse_bookings",
     "report",
     "run_native_demo",
@@ -94,6 +103,7 @@ _ACCEPTED = "order accepted"
 _WRITTEN = "ledger entry written"
 
 FIXED_HANDLER = "native_orders.fixed.handler"
+FIX = {"release": "fixed"}  # the variable the fix changes
 
 Printer = Callable[[str], None]
 
@@ -390,7 +400,7 @@ def run_story(
                     f"while the bug was live: {waiting} of {len(sent)} messages in the queue, {dead} in "
                     f"the DLQ, {booked} ledger entries (expected {len(sent)}, 0, 0)"
                 )
-        out('deploying the fix: terraform apply with release = "fixed" (the runtime keeps running)')
+        out('deploying the fix (release = "fixed") while the runtime keeps running')
         applying = time.monotonic()
         switched = _watch_handler(lam, layout.function_name, FIXED_HANDLER, logical, stop_watching)
         deploy_fix()
@@ -404,7 +414,7 @@ def run_story(
         else:
             result.fix_live_logical_s, result.switched_after_seconds = live[0], live[1] - applying
             out(
-                f"terraform apply done in {result.apply_seconds:.0f} s; {FIXED_HANDLER} live "
+                f"fix applied in {result.apply_seconds:.0f} s; {FIXED_HANDLER} live "
                 f"{result.switched_after_seconds:.0f} s into it, at logical +{logical_duration(live[0])}; until then "
                 f"each message had failed at most {watch.most_failed()} receive(s), DLQ "
                 f"{queue_depth(sqs, layout.dlq_url)}"
@@ -513,11 +523,52 @@ def run_native_demo(options: NativeOptions, stream: TextIO = sys.stdout) -> int:
     )
 
 
-def _tell(run: ExampleRun, options: NativeOptions) -> int:
-    def deploy_fix() -> None:
-        run.variables["release"] = "fixed"
-        run.terraform.apply(run.variables)
+def fix_command(ready_file: Path) -> list[str]:
+    """The fix step as docs/patterns/native-retry.md shows it: a running sandbox re-applied."""
+    fix = [arg for name, value in FIX.items() for arg in ("--var", f"{name}={value}")]
+    return ["serverless-retry", "local", "apply", "--ready-file", str(ready_file), *fix]
 
+
+def fix_through_sandbox(run: ExampleRun, ready_file: Path) -> Callable[[], None]:
+    """Write the ready file of the demo's sandbox (the one ``serverless-retry local`` writes: the
+    emulator, the state, TF_DATA_DIR, the CLI configuration, the variables), and return the fix step:
+    :func:`fix_command` run as a command, which reads nothing but that file."""
+    write_json_atomically(
+        ready_file, sandbox_info(run.emulator, run.terraform, run.variables, run.outputs, run.work_dir)
+    )
+
+    def deploy_fix() -> None:
+        command = fix_command(ready_file)
+        run.out("$ " + " ".join(command))
+        done = subprocess.run(
+            [sys.executable, "-m", "serverless_retry_tools.cli", *command[1:]],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        for line in done.stdout.splitlines():  # Terraform's summary and the last line; the outputs are known
+            if line.strip() and not line.startswith("output "):
+                run.out("  " + line.strip())
+        if done.returncode != 0:
+            raise TerraformError(
+                f"{' '.join(command)} failed (exit {done.returncode}): {done.stderr[-3000:]}"
+            )
+        run.variables.update(FIX)  # what is deployed now, for the destroy
+
+    return deploy_fix
+
+
+def _tell(run: ExampleRun, options: NativeOptions) -> int:
+    ready_file = run.work_dir / "ready.json"
+    try:
+        deploy_fix = fix_through_sandbox(run, ready_file)
+        return _story(run, options, deploy_fix)
+    finally:
+        ready_file.unlink(missing_ok=True)
+
+
+def _story(run: ExampleRun, options: NativeOptions, deploy_fix: Callable[[], None]) -> int:
     result = run_story(
         run.outputs,
         emulator=run.emulator,

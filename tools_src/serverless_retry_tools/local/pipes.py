@@ -27,14 +27,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from serverless_retry_tools.local.functions import InvocationResult, Throttled
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.runner_services import RunnerServices
 from serverless_retry_tools.local.sqs_events import sqs_event
-
-if TYPE_CHECKING:
-    from serverless_retry_tools.local.runtime import Runtime
 
 __all__ = ["PipeRunner"]
 
@@ -52,8 +50,8 @@ def enrichment_items(result: Any) -> list[Any]:
 
 
 class PipeRunner:
-    def __init__(self, runtime: Runtime, stop: threading.Event) -> None:
-        self._rt = runtime
+    def __init__(self, services: RunnerServices, stop: threading.Event) -> None:
+        self._rt = services
         self._stop = stop
         self._pipes: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()

@@ -100,6 +100,7 @@ from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.poller_scaling import PollerScaling
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.runner_services import RunnerServices
 from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
 from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
@@ -243,8 +244,21 @@ class Runtime:
             max_concurrency=max_concurrency,
         )
         self._stop = threading.Event()
-        self.pipes = PipeRunner(self, self._stop)
-        self.async_runner = AsyncRunner(self, self._stop)
+        # The runners get what they use of the runtime, not the runtime (runner_services.py).
+        services = RunnerServices(
+            region=region,
+            clock=self.clock,
+            functions=self.functions,
+            clock_holder=self.clock_holder,
+            client=self.client,
+            emit=self.emit,
+            warn_once=self.warn_once,
+            count=self.count,
+            queue_url=self.queue_url,
+            invoke_async=self.invoke_async,
+        )
+        self.pipes = PipeRunner(services, self._stop)
+        self.async_runner = AsyncRunner(services, self._stop)
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
         self._mappings: dict[str, dict[str, Any]] = {}

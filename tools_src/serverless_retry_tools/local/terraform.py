@@ -81,6 +81,10 @@ class Terraform:
     env: dict[str, str]
     printer: Printer | None = None
     timeout_seconds: float = 600.0
+    # Another run's state file and TF_DATA_DIR (a running sandbox's, from its ready file); default
+    # under work_dir.
+    state_file: Path | None = None
+    data_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if shutil.which("terraform", path=self.env.get("PATH")) is None:
@@ -88,9 +92,15 @@ class Terraform:
                 "terraform is not on PATH (https://developer.hashicorp.com/terraform/install)"
             )
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.env = {**self.env, "TF_DATA_DIR": str(self.work_dir / ".terraform")}
-        self.state = self.work_dir / "terraform.tfstate"
+        self.env = {**self.env, "TF_DATA_DIR": str(self.data_dir or self.work_dir / ".terraform")}
+        self.state = self.state_file or self.work_dir / "terraform.tfstate"
         self.timings: dict[str, float] = {}
+
+    def settings(self) -> dict[str, str]:
+        """The environment a second terraform run on the same state needs: TF_DATA_DIR, and the CLI
+        configuration and plugin cache when set."""
+        names = ("TF_DATA_DIR", "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR")
+        return {name: self.env[name] for name in names if self.env.get(name)}
 
     def _run(
         self, command: str, *args: str, ok_codes: tuple[int, ...] = (0,)
