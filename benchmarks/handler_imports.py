@@ -208,13 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         f"Cold import beyond boto3, Python {runtime.version}, {args.rounds} paired rounds, "
         f"{os.cpu_count()} CPUs, from {args.zip.name} unpacked\n"
     )
-    rows = [["handler", "form", "modules", "cpu ms", "x baseline (cpu)", "p25-p75", "wall ms", "x (wall)", "goal"]]
+    rows = [
+        ["handler", "form", "modules", "cpu ms", "x baseline (cpu)", "p25-p75", "wall ms", "x (wall)", "goal"]
+    ]
     missed = []
     for case in all_cases:
         for form in forms:
-            ratios = sorted(
-                a / b for a, b in zip(case.cpu[form], baseline.cpu[form], strict=True)
-            )
+            ratios = sorted(a / b for a, b in zip(case.cpu[form], baseline.cpu[form], strict=True))
             wall_ratio = statistics.median(
                 a / b for a, b in zip(case.wall[form], baseline.wall[form], strict=True)
             )

@@ -4,32 +4,41 @@ The public API. Importing the package imports no boto3 client and touches no AWS
 point is ``serverless_retry.handlers.consumer.handler``, which builds the consumer from its
 environment at cold start. Self-healing async Lambdas (pattern 2): ``self_healing`` wraps a function's
 handler; ``serverless_retry.handlers.enrichment`` and ``.redrive`` are the pattern's own functions.
+
+The names below are imported on first use (PEP 562): a Lambda handler imports this package first, and
+each handler must import only the modules it runs (the consumer never runs the self-healing code, nor
+the self-healing functions the consumer). tests/unit/test_handler_imports.py checks what each pulls in.
 """
 
-from serverless_retry.aws import AwsClients
-from serverless_retry.backoff import Backoff
-from serverless_retry.clock import Clock, FrozenClock, ScaledClock, SystemClock
-from serverless_retry.config import ConsumerSettings, QueueTargets
-from serverless_retry.consumer import (
-    BatchResponse,
-    BatchResult,
-    IdempotentProcessor,
-    RetryingConsumer,
-    consumer_from_env,
-    idempotent_processor,
-)
-from serverless_retry.envelope import RetryContext
-from serverless_retry.errors import (
-    ConfigError,
-    HttpError,
-    NonRetryableError,
-    PolicyError,
-    RetryableError,
-)
-from serverless_retry.message import Message, Processor
-from serverless_retry.policy import Decision, RetryPolicy, Rule
-from serverless_retry.selfheal.decorator import read_retry_state, self_healing
-from serverless_retry.selfheal.state import InvalidRetryState
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from serverless_retry.aws import AwsClients
+    from serverless_retry.backoff import Backoff
+    from serverless_retry.clock import Clock, FrozenClock, ScaledClock, SystemClock
+    from serverless_retry.config import ConsumerSettings, QueueTargets
+    from serverless_retry.consumer import (
+        BatchResponse,
+        BatchResult,
+        IdempotentProcessor,
+        RetryingConsumer,
+        consumer_from_env,
+        idempotent_processor,
+    )
+    from serverless_retry.envelope import RetryContext
+    from serverless_retry.errors import (
+        ConfigError,
+        HttpError,
+        NonRetryableError,
+        PolicyError,
+        RetryableError,
+    )
+    from serverless_retry.message import Message, Processor
+    from serverless_retry.policy import Decision, RetryPolicy, Rule
+    from serverless_retry.selfheal.decorator import read_retry_state, self_healing
+    from serverless_retry.selfheal.state import InvalidRetryState
 
 __all__ = [
     "AwsClients",
@@ -62,3 +71,50 @@ __all__ = [
     "self_healing",
 ]
 __version__ = "0.2.0"
+
+# Where each public name lives (the module is imported when the name is first read).
+_HOMES = {
+    "AwsClients": "aws",
+    "Backoff": "backoff",
+    "Clock": "clock",
+    "FrozenClock": "clock",
+    "ScaledClock": "clock",
+    "SystemClock": "clock",
+    "ConsumerSettings": "config",
+    "QueueTargets": "config",
+    "BatchResponse": "consumer",
+    "BatchResult": "consumer",
+    "IdempotentProcessor": "consumer",
+    "RetryingConsumer": "consumer",
+    "consumer_from_env": "consumer",
+    "idempotent_processor": "consumer",
+    "RetryContext": "envelope",
+    "ConfigError": "errors",
+    "HttpError": "errors",
+    "NonRetryableError": "errors",
+    "PolicyError": "errors",
+    "RetryableError": "errors",
+    "Message": "message",
+    "Processor": "message",
+    "Decision": "policy",
+    "RetryPolicy": "policy",
+    "Rule": "policy",
+    "read_retry_state": "selfheal.decorator",
+    "self_healing": "selfheal.decorator",
+    "InvalidRetryState": "selfheal.state",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later reads find it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

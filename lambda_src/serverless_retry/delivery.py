@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
@@ -28,6 +26,7 @@ from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
     from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef, TargetTypeDef
     from mypy_boto3_sqs.type_defs import (
         ChangeMessageVisibilityBatchRequestEntryTypeDef,
@@ -439,39 +438,54 @@ def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, Mess
     return out
 
 
+# botocore's exceptions are imported when an error is classified, not with this module: a call that
+# raised one has imported them already, and a consumer whose records succeed makes no call at all.
+def _client_error(exc: BaseException) -> ClientError | None:
+    from botocore.exceptions import ClientError
+
+    return exc if isinstance(exc, ClientError) else None
+
+
 def _is_transient(exc: Exception) -> bool:
     """A call refused for now (throttling, the service failing): the same call again may work.
     (A timeout is not retried here: the call may have worked, and a second send would duplicate.)"""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        code = str(error.get("Code", ""))
+    error = _client_error(exc)
+    if error is not None:
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        code = str(error.response.get("Error", {}).get("Code", ""))
         return "Throttl" in code or code in _REFUSALS or (isinstance(status, int) and status >= 500)
     return False
 
 
 def _is_throttled(exc: Exception) -> bool:
-    if not isinstance(exc, ClientError):
+    error = _client_error(exc)
+    if error is None:
         return False
-    code = str(exc.response.get("Error", {}).get("Code", ""))
+    code = str(error.response.get("Error", {}).get("Code", ""))
     return "Throttl" in code or code == "TooManyRequestsException"
 
 
 def _is_timeout(exc: Exception) -> bool:
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+    from botocore.exceptions import HTTPClientError
+
     return isinstance(exc, HTTPClientError | BotocoreConnectionError)
 
 
 def _is_refusal(exc: Exception) -> bool:
     """The Scheduler said "not now" (it answered: the call took no effect). A timeout is not one."""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
+    error = _client_error(exc)
+    if error is not None:
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error.response.get("Error", {}).get("Code") in _REFUSALS or (
+            isinstance(status, int) and status >= 500
+        )
     return False
 
 
 def _code(exc: Exception) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+    error = _client_error(exc)
+    return str(error.response.get("Error", {}).get("Code", "")) if error is not None else ""
 
 
 def _is_conflict(exc: Exception) -> bool:
@@ -483,7 +497,8 @@ def _is_not_found(exc: Exception) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
+    client_error = _client_error(exc)
+    if client_error is not None:
+        error = client_error.response.get("Error", {})
         return f"{error.get('Code', type(exc).__name__)}: {error.get('Message', '')}"
     return f"{type(exc).__name__}: {exc}"
