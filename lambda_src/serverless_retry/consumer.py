@@ -65,6 +65,7 @@ from serverless_retry.envelope import (
     RetryContext,
     attributes_from_record,
     fits,
+    original,
     schedule_name,
     unwrap,
     waiting_copy,
@@ -89,10 +90,12 @@ from serverless_retry.policy import RetryPolicy
 from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
 
 __all__ = [
+    "RETRIES_PLANNED",
     "BatchItemFailure",
     "BatchResponse",
     "BatchResult",
     "IdempotentProcessor",
+    "RetryLogEntry",
     "RetryingConsumer",
     "consumer_from_env",
     "idempotent_processor",
@@ -108,6 +111,21 @@ CLAIM_WAIT_MAX_SECONDS = 900
 _MAX_VISIBILITY_SECONDS = 43_200
 TRACEBACK_CHARS = 2_000
 LOG_ERROR_CHARS = 256
+# The message of the one INFO line per batch that lists every retry the batch decided ("retries": a
+# RetryLogEntry per retried message, in record order; "count"). The final copies keep a line each.
+RETRIES_PLANNED = "processing failed; retries planned"
+
+
+class RetryLogEntry(TypedDict):
+    """One retried message's decision in the batch's ``RETRIES_PLANNED`` log line."""
+
+    message_id: str  # this delivery's SQS message id
+    retry_id: str  # the first delivery's message id, the same across attempts
+    attempt: int  # the attempt that failed (1 = first delivery)
+    error_type: str
+    error: str  # str(error), cut to LOG_ERROR_CHARS
+    delay_seconds: int
+    transport: str | None  # sqs-delay, sqs-hops, scheduler or visibility
 
 
 class BatchItemFailure(TypedDict):
@@ -142,6 +160,7 @@ class _Plan:
     repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
     holds: dict[str, int] = field(default_factory=dict)  # in place: key → receives spent held back
     unidentified: list[str] = field(default_factory=list)  # keys of records without a messageId
+    retries: list[RetryLogEntry] = field(default_factory=list)  # every retry decided, for the log
 
 
 class _InProgressElsewhere(Exception):
@@ -347,6 +366,10 @@ class RetryingConsumer:
         counts.processed = processed
         if plan is None:
             return BatchResult([], counts)
+        if plan.retries:
+            # One line for the batch, not one per record: a Powertools line costs more than deciding
+            # and enveloping a retry. Every retried message's decision is in it, in record order.
+            self.logger.info(RETRIES_PLANNED, extra={"retries": plan.retries, "count": len(plan.retries)})
         self._deliver(plan, counts)
         if plan.unidentified:
             self._unidentified_unsent(plan, records)
@@ -534,8 +557,8 @@ class RetryingConsumer:
             else:
                 if facts is None:
                     facts = RecordFacts.of(record)
-                if incoming is None:
-                    incoming = unwrap(
+                if incoming is None:  # its body holds neither the envelope key nor a \u escape
+                    incoming = original(
                         message.body,
                         message.attributes,
                         message_id=message_id,
@@ -857,21 +880,22 @@ class RetryingConsumer:
             self._plan_final(plan, record, incoming, step.outcome, error=error, reason=step.reason, now=now)
             return step
         decision = step.decision
-        log = {
-            "message_id": message_id,
-            "retry_id": context.id,
-            "attempt": context.attempt,
-            "error_type": _type_name(error),
-            "error": _error_text(error),
-            "delay_seconds": decision.delay_seconds,
-            "transport": decision.transport,
-        }
+        plan.retries.append(
+            {
+                "message_id": message_id,
+                "retry_id": context.id,
+                "attempt": context.attempt,
+                "error_type": _type_name(error),
+                "error": _error_text(error),
+                "delay_seconds": decision.delay_seconds,
+                "transport": decision.transport,
+            }
+        )
         if isinstance(step, InPlace):
             plan.visibility.append(
                 VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds)
             )
             plan.labels[message_id] = "visibility"
-            self.logger.info("processing failed; retry via visibility timeout", extra=log)
             return step
         next_attempt = context.attempt + 1
         if step.transport == "sqs-delay":
@@ -907,7 +931,6 @@ class RetryingConsumer:
                     ),
                 )
             )
-        self.logger.info("processing failed; retry planned", extra=log)
         return step
 
     def _hop(
