@@ -40,13 +40,12 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
-from serverless_retry.claims import ClaimStore, DynamoDBClaims, Finish, lease_seconds
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
@@ -88,6 +87,12 @@ from serverless_retry.planning import (
 from serverless_retry.planning import arrival as copy_arrival
 from serverless_retry.policy import RetryPolicy
 from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
+
+if TYPE_CHECKING:
+    from serverless_retry.claims import ClaimStore
+
+# serverless_retry.claims is imported where a claims table is in use (from_settings, or the store
+# passed in): a consumer without one never runs it.
 
 __all__ = [
     "RETRIES_PLANNED",
@@ -288,6 +293,8 @@ class RetryingConsumer:
         clients = clients or AwsClients()
         claims = None
         if settings.claims_table:
+            from serverless_retry.claims import DynamoDBClaims
+
             claims = DynamoDBClaims(
                 lambda: clients.dynamodb,
                 settings.claims_table,
@@ -580,6 +587,8 @@ class RetryingConsumer:
         done when a copy carries the chain on, else ended. A claim made on a first receive stays as it
         is: past its lease, an unredelivered first receive proves itself finished (``claims``)."""
         assert self.claims is not None
+        from serverless_retry.claims import Finish
+
         continued = {m.key for m in plan.delayed} | {r.key for r in plan.scheduled}
         done = [
             Finish(rid, attempt, key, ended=key not in continued)
@@ -838,6 +847,8 @@ class RetryingConsumer:
         plan.failed.add(message_id)
 
     def _lease_seconds(self) -> int:
+        from serverless_retry.claims import lease_seconds
+
         if self._lease is None:
             visibility = self.targets.visibility_timeout_seconds
             if visibility is None:

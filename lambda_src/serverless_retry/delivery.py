@@ -8,20 +8,28 @@ raises for an AWS failure: an unexpected error fails only the records it concern
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import QueueTargets
-from serverless_retry.envelope import MessageAttribute, sqs_message_size
+
+# Pure conventions shared with the self-healing redrive and the queue redrive, which do not import this
+# module; re-exported here, where they were first defined.
+from serverless_retry.envelope import (
+    SCHEDULE_RETRY_POLICY,
+    MessageAttribute,
+    api_attributes,
+    at_expression,
+    sqs_message_size,
+)
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
@@ -30,7 +38,6 @@ if TYPE_CHECKING:
     from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef, TargetTypeDef
     from mypy_boto3_sqs.type_defs import (
         ChangeMessageVisibilityBatchRequestEntryTypeDef,
-        MessageAttributeValueTypeDef,
         SendMessageBatchRequestEntryTypeDef,
     )
 
@@ -51,8 +58,6 @@ SQS_BATCH_MAX_ENTRIES = 10
 # A SendMessageBatch's bodies together may not exceed the service's message size limit (256 KiB
 # before 2025, 1 MiB since); a queue configured above 256 KiB implies the larger limit.
 _LEGACY_BATCH_BYTES = 262_144
-# Scheduler keeps retrying a failed delivery to SQS for up to a day, then dead-letters the envelope.
-SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}
 # A one-time schedule's at() must still be in the future when Scheduler receives the call (a FIFO
 # queue sends even a 0-second retry through the Scheduler), so it is fixed when CreateSchedule is
 # called, never earlier: a slow batch cannot hand the Scheduler a time already past.
@@ -121,13 +126,6 @@ class VisibilityChange(NamedTuple):
     key: str
     receipt_handle: str
     timeout_seconds: int  # real seconds
-
-
-def at_expression(due: datetime) -> str:
-    """``at(YYYY-MM-DDTHH:MM:SS)`` in UTC, rounded up to the second so a retry never fires early."""
-    if due.microsecond:
-        due = due.replace(microsecond=0) + timedelta(seconds=1)
-    return f"at({due:%Y-%m-%dT%H:%M:%S})"
 
 
 def dedup_id(*parts: object) -> str:
@@ -423,21 +421,6 @@ def send_delay(message: Outgoing, now: datetime | None) -> int:
     if message.due_at is not None and now is not None:
         delay = min(delay, math.ceil((message.due_at - now).total_seconds()))
     return max(0, min(delay, SQS_MAX_DELAY_SECONDS))
-
-
-def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
-    """Envelope form (binary as base64 text) → boto3 form (binary as bytes); bytes pass through, so
-    attributes received from boto3 can be sent again as they are."""
-    out: dict[str, MessageAttributeValueTypeDef] = {}
-    for name, attr in attributes.items():
-        value: dict[str, Any] = {"DataType": attr["DataType"]}
-        if "BinaryValue" in attr:
-            binary: Any = attr["BinaryValue"]
-            value["BinaryValue"] = binary if isinstance(binary, bytes) else base64.b64decode(binary)
-        if "StringValue" in attr:
-            value["StringValue"] = attr["StringValue"]
-        out[name] = value  # type: ignore[assignment]
-    return out
 
 
 # botocore's exceptions are imported when an error is classified, not with this module: a call that

@@ -13,17 +13,21 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, Required, TypedDict, cast
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, cast
 
 from serverless_retry.backoff import json_kind
 from serverless_retry.policy import MAX_ATTEMPTS_LIMIT, Decision
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
 __all__ = [
     "ENVELOPE_KEY",
     "ERROR_TEXT_LIMIT",
     "HISTORY_LIMIT",
     "MAX_ATTEMPT",
+    "SCHEDULE_RETRY_POLICY",
     "VERSION",
     "Envelope",
     "FinalError",
@@ -33,6 +37,8 @@ __all__ = [
     "Outcome",
     "RetryContext",
     "RetryMeta",
+    "api_attributes",
+    "at_expression",
     "attributes_from_record",
     "encode",
     "error_text",
@@ -633,3 +639,29 @@ def schedule_name(envelope_id: str, attempt: int, prefix: str = "sr") -> str:
         raise ValueError(f"schedule name prefix must be 1-32 of [0-9A-Za-z_.-], got {prefix!r}")
     digest = hashlib.sha256(f"{envelope_id}-{attempt}".encode("utf-8", "surrogatepass")).hexdigest()
     return f"{prefix}-{digest}"[:SCHEDULE_NAME_LIMIT]
+
+
+# Scheduler keeps retrying a failed delivery to SQS for up to a day, then dead-letters the envelope.
+SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}
+
+
+def at_expression(due: datetime) -> str:
+    """``at(YYYY-MM-DDTHH:MM:SS)`` in UTC, rounded up to the second so a retry never fires early."""
+    if due.microsecond:
+        due = due.replace(microsecond=0) + timedelta(seconds=1)
+    return f"at({due:%Y-%m-%dT%H:%M:%S})"
+
+
+def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
+    """Envelope form (binary as base64 text) → boto3 form (binary as bytes); bytes pass through, so
+    attributes received from boto3 can be sent again as they are."""
+    out: dict[str, MessageAttributeValueTypeDef] = {}
+    for name, attr in attributes.items():
+        value: dict[str, Any] = {"DataType": attr["DataType"]}
+        if "BinaryValue" in attr:
+            binary: Any = attr["BinaryValue"]
+            value["BinaryValue"] = binary if isinstance(binary, bytes) else base64.b64decode(binary)
+        if "StringValue" in attr:
+            value["StringValue"] = attr["StringValue"]
+        out[name] = value  # type: ignore[assignment]
+    return out

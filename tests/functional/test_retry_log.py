@@ -18,7 +18,9 @@ from .conftest import Stack, event_from, failure_ids, make_consumer
 POLICY = {
     "max_attempts": 5,
     "backoff": {"strategy": "exponential", "base_seconds": 10, "max_seconds": 600, "jitter": "full"},
-    "rules": [{"errors": ["TimeoutError"], "backoff": {"strategy": "fixed", "base_seconds": 42, "jitter": "none"}}],
+    "rules": [
+        {"errors": ["TimeoutError"], "backoff": {"strategy": "fixed", "base_seconds": 42, "jitter": "none"}}
+    ],
 }
 
 
