@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, cast
 
-from serverless_retry.backoff import json_kind
-from serverless_retry.policy import MAX_ATTEMPTS_LIMIT, Decision
+from serverless_retry.backoff import MAX_ATTEMPTS_LIMIT, json_kind
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
+
+    from serverless_retry.policy import Decision
 
 __all__ = [
     "ENVELOPE_KEY",

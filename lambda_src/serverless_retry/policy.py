@@ -16,6 +16,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal, get_args
 
 from serverless_retry.backoff import (
+    MAX_ATTEMPTS_LIMIT,
     Backoff,
     fmt,
     json_kind,
@@ -60,8 +61,6 @@ UNMATCHED: tuple[Unmatched, ...] = get_args(Unmatched)
 
 SQS_MAX_DELAY_SECONDS = 900
 VISIBILITY_MAX_SECONDS = 43200
-# The envelope refuses attempts above this (envelope.MAX_ATTEMPT), so no budget may exceed it.
-MAX_ATTEMPTS_LIMIT = 10_000
 
 _RULE_FIELDS = (
     "errors",

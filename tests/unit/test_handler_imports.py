@@ -20,7 +20,7 @@ SCHEDULER = {
     "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/orders-scheduler",
     "SERVERLESS_RETRY_DLQ_ARN": f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-schedule-dlq",
 }
-# Every handler: the core every one of them runs (settings, policy, envelope, errors, the clock).
+# Every handler: the core every one of them runs (settings, envelope, errors, the clock).
 COMMON = {
     "serverless_retry",
     "serverless_retry.aws",
@@ -30,9 +30,9 @@ COMMON = {
     "serverless_retry.environment",
     "serverless_retry.errors",
     "serverless_retry.handlers",
-    "serverless_retry.policy",
-    "serverless_retry.regex",
 }
+# The handlers that decide retries: the policy (and RE2 for its message_regex rules).
+POLICY_MODULES = {"serverless_retry.policy", "serverless_retry.regex"}
 SELF_HEALING = {
     "serverless_retry.observability",  # the namespace and service defaults of the metrics
     "serverless_retry.selfheal",
@@ -53,6 +53,7 @@ CASES = {
             **SCHEDULER,
         },
         COMMON
+        | POLICY_MODULES
         | {
             "serverless_retry.config",
             "serverless_retry.consumer",
@@ -87,7 +88,10 @@ CASES = {
             "SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL": EXHAUSTED,
             **SCHEDULER,
         },
-        COMMON | SELF_HEALING | {"serverless_retry.handlers.redrive", "serverless_retry.selfheal.redrive"},
+        COMMON
+        | POLICY_MODULES
+        | SELF_HEALING
+        | {"serverless_retry.handlers.redrive", "serverless_retry.selfheal.redrive"},
     ),
     "redrive_queue": (
         {
