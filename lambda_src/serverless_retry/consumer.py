@@ -459,10 +459,10 @@ class RetryingConsumer:
                     # counts on from its own (receives spent held back are not attempts).
                     spent = facts.receive_count - 1 - plan.holds.get(message_id, 0)
                     attempt = min(MAX_ATTEMPT, incoming.context.attempt + max(0, spent))
-                    incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
+                    incoming = incoming._replace(context=replace(incoming.context, attempt=attempt))
                 if message_id in plan.repeat:
                     repeat = plan.repeat[message_id]
-                    incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
+                    incoming = incoming._replace(context=replace(incoming.context, attempt=repeat))
                 message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
             else:
                 receive_count = _receive_count(record)

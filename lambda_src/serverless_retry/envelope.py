@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, cast
 
 from serverless_retry.backoff import MAX_ATTEMPTS_LIMIT, json_kind
 
@@ -130,8 +130,7 @@ class RetryContext:
         return float(self.history[-1]["delay_seconds"]) if self.history else None
 
 
-@dataclass(frozen=True)
-class Incoming:
+class Incoming(NamedTuple):  # (not a frozen dataclass: one is made per failed record)
     kind: Literal["original", "envelope", "invalid"]
     body: str  # the original body (unwrapped) or, for "invalid", the raw body
     attributes: dict[str, MessageAttribute]
