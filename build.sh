@@ -189,7 +189,8 @@ cmd_demo() {
 }
 
 cmd_bench() {
-  ensure_venv
+  # The zips first: handler_imports.py and redelivery_accuracy.py measure dist/serverless-retry.zip.
+  ensure_venv package_zips
   local b
   for b in benchmarks/*.py; do
     [[ "$(basename "$b")" == _* ]] && continue  # shared helpers, not benchmarks

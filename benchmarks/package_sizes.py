@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _common import DESIGN_POLICY, consumer_env, table
+from _common import EXAMPLE_POLICY, consumer_env, table
 from serverless_retry_tools.bundling.bundle import Result, build_function, build_layer
 from serverless_retry_tools.bundling.targets import Target
 from serverless_retry_tools.local.lambda_python import resolve
@@ -189,7 +189,7 @@ def main() -> None:
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": "orders-consumer",
         "TMPDIR": tempfile.gettempdir(),
-        **consumer_env(DESIGN_POLICY, "orders_processor:process"),
+        **consumer_env(EXAMPLE_POLICY, "orders_processor:process"),
     }
     ratios: dict[str, list[float]] = {case.name: [] for case in cases}
     for n in range(args.rounds):

@@ -2,34 +2,59 @@
 
 Clients are built with the default session and endpoint resolution, so the standard
 ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_SQS`` ...) variable points them at the local emulator.
+
+boto3 itself is imported with the first client, not with this module: a consumer whose records all
+succeed never calls AWS (the event source mapping deletes them), and importing boto3 costs more
+than everything else its cold start imports.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
-
 if TYPE_CHECKING:
+    from botocore.config import Config
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
-__all__ = ["BOTO_CONFIG", "AwsClients"]
+__all__ = ["BOTO_CONFIG", "AwsClients", "boto_config", "client"]
 
-# Standard retry mode retries throttling and transient errors with backoff; 3 attempts and short
-# timeouts keep a stuck call well inside a Lambda's time budget (a call that still fails puts its
-# record in batchItemFailures, so the queue retries it: nothing is lost by giving up early).
-BOTO_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3},
-    connect_timeout=5,
-    read_timeout=10,
-    user_agent_extra="serverless-retry",
-)
+BOTO_CONFIG: Config  # = boto_config(), built on first read (module __getattr__ below)
+
+
+@functools.cache
+def boto_config() -> Config:
+    """The configuration of every client we build (also readable as ``BOTO_CONFIG``).
+
+    Standard retry mode retries throttling and transient errors with backoff; 3 attempts and short
+    timeouts keep a stuck call well inside a Lambda's time budget (a call that still fails puts its
+    record in batchItemFailures, so the queue retries it: nothing is lost by giving up early)."""
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "max_attempts": 3},
+        connect_timeout=5,
+        read_timeout=10,
+        user_agent_extra="serverless-retry",
+    )
+
+
+def client(service: str, config: Config | None = None) -> Any:
+    """A boto3 client of the default session, boto3 imported now if it was not yet."""
+    import boto3
+
+    return boto3.client(service, config=config or boto_config())  # type: ignore[call-overload]
+
+
+def __getattr__(name: str) -> Config:
+    if name == "BOTO_CONFIG":  # built (and botocore imported) on first read
+        return boto_config()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AwsClients:
@@ -45,7 +70,7 @@ class AwsClients:
         sns_factory: Callable[[], SNSClient] | None = None,
         lambda_factory: Callable[[], LambdaClient] | None = None,
     ) -> None:
-        self._config = config or BOTO_CONFIG
+        self._config = config
         self._sqs_factory = sqs_factory or self._default("sqs")
         self._scheduler_factory = scheduler_factory or self._default("scheduler")
         self._sns_factory = sns_factory or self._default("sns")
@@ -77,7 +102,7 @@ class AwsClients:
         )
 
     def _default(self, service: str) -> Callable[[], Any]:
-        return lambda: boto3.client(service, config=self._config)  # type: ignore[call-overload]
+        return lambda: client(service, self._config)
 
     @property
     def sqs(self) -> SQSClient:

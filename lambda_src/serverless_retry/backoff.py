@@ -22,8 +22,20 @@ JITTERS: tuple[Jitter, ...] = get_args(Jitter)
 # No delay or cap may exceed a year: a longer wait is a configuration mistake, and unbounded values
 # would overflow the datetime arithmetic that turns a delay into a Scheduler at().
 MAX_DELAY_SECONDS = 365 * 24 * 3600
+# No policy budget may exceed this and the envelope refuses an attempt above it (re-exported by
+# policy as MAX_ATTEMPTS_LIMIT and by envelope as MAX_ATTEMPT); here, so the envelope's readers
+# need not import the policy.
+MAX_ATTEMPTS_LIMIT = 10_000
 
-__all__ = ["JITTERS", "MAX_DELAY_SECONDS", "STRATEGIES", "Backoff", "Jitter", "Strategy"]
+__all__ = [
+    "JITTERS",
+    "MAX_ATTEMPTS_LIMIT",
+    "MAX_DELAY_SECONDS",
+    "STRATEGIES",
+    "Backoff",
+    "Jitter",
+    "Strategy",
+]
 
 _T = TypeVar("_T", bound=str)
 

@@ -46,9 +46,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
-from botocore.exceptions import ClientError
-
 if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
@@ -228,11 +227,9 @@ class DynamoDBClaims:
         for _ in range(CLAIM_TRIES):
             try:
                 return getattr(self._client(), method)(TableName=self.table, **params)
-            except ClientError as exc:
-                if _condition_failed(exc):
+            except Exception as exc:  # throttling, timeouts, connection errors: all but a failed condition
+                if _condition_failed(exc) is not None:
                     raise
-                error = exc
-            except Exception as exc:  # timeouts, connection errors
                 error = exc
         assert error is not None
         raise error
@@ -273,10 +270,11 @@ class DynamoDBClaims:
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except ClientError as exc:
-            if not _condition_failed(exc):
+        except Exception as exc:
+            failed = _condition_failed(exc)
+            if failed is None:
                 raise
-            held: Any = exc.response.get("Item") or {}
+            held: Any = failed.response.get("Item") or {}
             return judge(held, attempt, owner, at)
         old: Mapping[str, Any] = response.get("Attributes") or {}
         return Claim("owned", None, _number(old, "holds"))
@@ -338,13 +336,19 @@ class DynamoDBClaims:
                         ":attempt": {"N": str(c.attempt)},
                     },
                 )
-            except ClientError as exc:
-                if not _condition_failed(exc):  # failed condition: the chain moved on, nothing to mark
+            except Exception as exc:
+                if _condition_failed(exc) is None:  # failed condition: the chain moved on, nothing to mark
                     unmarked.add(c.owner)
-            except Exception:
-                unmarked.add(c.owner)
         return unmarked
 
 
-def _condition_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+def _condition_failed(exc: BaseException) -> ClientError | None:
+    """The error when it is DynamoDB's failed condition, else None. (botocore's exceptions are imported
+    here, not with the module: a call that raised one has imported them already.)"""
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == (
+        "ConditionalCheckFailedException"
+    ):
+        return exc
+    return None

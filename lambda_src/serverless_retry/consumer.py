@@ -38,15 +38,14 @@ import math
 import random
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
-from serverless_retry.claims import ClaimStore, DynamoDBClaims, Finish, lease_seconds
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
@@ -65,6 +64,7 @@ from serverless_retry.envelope import (
     RetryContext,
     attributes_from_record,
     fits,
+    original,
     schedule_name,
     unwrap,
     waiting_copy,
@@ -88,11 +88,19 @@ from serverless_retry.planning import arrival as copy_arrival
 from serverless_retry.policy import RetryPolicy
 from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
 
+if TYPE_CHECKING:
+    from serverless_retry.claims import ClaimStore
+
+# serverless_retry.claims is imported where a claims table is in use (from_settings, or the store
+# passed in): a consumer without one never runs it.
+
 __all__ = [
+    "RETRIES_PLANNED",
     "BatchItemFailure",
     "BatchResponse",
     "BatchResult",
     "IdempotentProcessor",
+    "RetryLogEntry",
     "RetryingConsumer",
     "consumer_from_env",
     "idempotent_processor",
@@ -108,6 +116,21 @@ CLAIM_WAIT_MAX_SECONDS = 900
 _MAX_VISIBILITY_SECONDS = 43_200
 TRACEBACK_CHARS = 2_000
 LOG_ERROR_CHARS = 256
+# The message of the one INFO line per batch that lists every retry the batch decided ("retries": a
+# RetryLogEntry per retried message, in record order; "count"). The final copies keep a line each.
+RETRIES_PLANNED = "processing failed; retries planned"
+
+
+class RetryLogEntry(TypedDict):
+    """One retried message's decision in the batch's ``RETRIES_PLANNED`` log line."""
+
+    message_id: str  # this delivery's SQS message id
+    retry_id: str  # the first delivery's message id, the same across attempts
+    attempt: int  # the attempt that failed (1 = first delivery)
+    error_type: str
+    error: str  # str(error), cut to LOG_ERROR_CHARS
+    delay_seconds: int
+    transport: str | None  # sqs-delay, sqs-hops, scheduler or visibility
 
 
 class BatchItemFailure(TypedDict):
@@ -127,21 +150,39 @@ class BatchResult:
         return {"batchItemFailures": [{"itemIdentifier": i} for i in self.failed_ids]}
 
 
-@dataclass
 class _Plan:
-    """The AWS calls a batch needs, gathered while records are processed and made together after."""
+    """The AWS calls a batch needs, gathered while records are processed and made together after.
+    (A plain class: made only for a batch that needs a call, and a dataclass costs ~0.5 ms to define
+    at cold start.)"""
 
-    delayed: list[Outgoing] = field(default_factory=list)
-    scheduled: list[ScheduledRetry] = field(default_factory=list)
-    visibility: list[VisibilityChange] = field(default_factory=list)
-    exhausted: list[Outgoing] = field(default_factory=list)
-    outcomes: dict[str, Outcome] = field(default_factory=dict)  # exhausted-queue key → outcome
-    labels: dict[str, str] = field(default_factory=dict)  # key → what its call does, for the metrics
-    failed: set[str] = field(default_factory=set)  # records the queue must redeliver
-    claimed: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # key → (id, attempt, receives)
-    repeat: dict[str, int] = field(default_factory=dict)  # in place: key → the attempt to repeat
-    holds: dict[str, int] = field(default_factory=dict)  # in place: key → receives spent held back
-    unidentified: list[str] = field(default_factory=list)  # keys of records without a messageId
+    __slots__ = (
+        "claimed",
+        "delayed",
+        "exhausted",
+        "failed",
+        "holds",
+        "labels",
+        "outcomes",
+        "repeat",
+        "retries",
+        "scheduled",
+        "unidentified",
+        "visibility",
+    )
+
+    def __init__(self) -> None:
+        self.delayed: list[Outgoing] = []
+        self.scheduled: list[ScheduledRetry] = []
+        self.visibility: list[VisibilityChange] = []
+        self.exhausted: list[Outgoing] = []
+        self.outcomes: dict[str, Outcome] = {}  # exhausted-queue key → outcome
+        self.labels: dict[str, str] = {}  # key → what its call does, for the metrics
+        self.failed: set[str] = set()  # records the queue must redeliver
+        self.claimed: dict[str, tuple[str, int, int]] = {}  # key → (id, attempt, receives)
+        self.repeat: dict[str, int] = {}  # in place: key → the attempt to repeat
+        self.holds: dict[str, int] = {}  # in place: key → receives spent held back
+        self.unidentified: list[str] = []  # keys of records without a messageId
+        self.retries: list[RetryLogEntry] = []  # every retry decided, for the batch's log line
 
 
 class _InProgressElsewhere(Exception):
@@ -275,6 +316,8 @@ class RetryingConsumer:
         clients = clients or AwsClients()
         claims = None
         if settings.claims_table:
+            from serverless_retry.claims import DynamoDBClaims
+
             claims = DynamoDBClaims(
                 lambda: clients.dynamodb,
                 settings.claims_table,
@@ -354,6 +397,10 @@ class RetryingConsumer:
         counts.processed = processed
         if plan is None:
             return BatchResult([], counts)
+        if plan.retries:
+            # One line for the batch, not one per record: a Powertools line costs more than deciding
+            # and enveloping a retry. Every retried message's decision is in it, in record order.
+            self.logger.info(RETRIES_PLANNED, extra={"retries": plan.retries, "count": len(plan.retries)})
         self._deliver(plan, counts)
         if plan.unidentified:
             self._unidentified_unsent(plan, records)
@@ -419,10 +466,10 @@ class RetryingConsumer:
                     # counts on from its own (receives spent held back are not attempts).
                     spent = facts.receive_count - 1 - plan.holds.get(message_id, 0)
                     attempt = min(MAX_ATTEMPT, incoming.context.attempt + max(0, spent))
-                    incoming = replace(incoming, context=replace(incoming.context, attempt=attempt))
+                    incoming = incoming._replace(context=replace(incoming.context, attempt=attempt))
                 if message_id in plan.repeat:
                     repeat = plan.repeat[message_id]
-                    incoming = replace(incoming, context=replace(incoming.context, attempt=repeat))
+                    incoming = incoming._replace(context=replace(incoming.context, attempt=repeat))
                 message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
             else:
                 receive_count = _receive_count(record)
@@ -541,8 +588,8 @@ class RetryingConsumer:
             else:
                 if facts is None:
                     facts = RecordFacts.of(record)
-                if incoming is None:
-                    incoming = unwrap(
+                if incoming is None:  # its body holds neither the envelope key nor a \u escape
+                    incoming = original(
                         message.body,
                         message.attributes,
                         message_id=message_id,
@@ -564,6 +611,8 @@ class RetryingConsumer:
         done when a copy carries the chain on, else ended. A claim made on a first receive stays as it
         is: past its lease, an unredelivered first receive proves itself finished (``claims``)."""
         assert self.claims is not None
+        from serverless_retry.claims import Finish
+
         continued = {m.key for m in plan.delayed} | {r.key for r in plan.scheduled}
         done = [
             Finish(rid, attempt, key, ended=key not in continued)
@@ -822,6 +871,8 @@ class RetryingConsumer:
         plan.failed.add(message_id)
 
     def _lease_seconds(self) -> int:
+        from serverless_retry.claims import lease_seconds
+
         if self._lease is None:
             visibility = self.targets.visibility_timeout_seconds
             if visibility is None:
@@ -864,21 +915,22 @@ class RetryingConsumer:
             self._plan_final(plan, record, incoming, step.outcome, error=error, reason=step.reason, now=now)
             return step
         decision = step.decision
-        log = {
-            "message_id": message_id,
-            "retry_id": context.id,
-            "attempt": context.attempt,
-            "error_type": _type_name(error),
-            "error": _error_text(error),
-            "delay_seconds": decision.delay_seconds,
-            "transport": decision.transport,
-        }
+        plan.retries.append(
+            {
+                "message_id": message_id,
+                "retry_id": context.id,
+                "attempt": context.attempt,
+                "error_type": _type_name(error),
+                "error": _error_text(error),
+                "delay_seconds": decision.delay_seconds,
+                "transport": decision.transport,
+            }
+        )
         if isinstance(step, InPlace):
             plan.visibility.append(
                 VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds)
             )
             plan.labels[message_id] = "visibility"
-            self.logger.info("processing failed; retry via visibility timeout", extra=log)
             return step
         next_attempt = context.attempt + 1
         if step.transport == "sqs-delay":
@@ -914,7 +966,6 @@ class RetryingConsumer:
                     ),
                 )
             )
-        self.logger.info("processing failed; retry planned", extra=log)
         return step
 
     def _hop(

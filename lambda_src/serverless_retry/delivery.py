@@ -8,30 +8,36 @@ raises for an AWS failure: an unexpected error fails only the records it concern
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import QueueTargets
-from serverless_retry.envelope import MessageAttribute, sqs_message_size
+
+# Pure conventions shared with the self-healing redrive and the queue redrive, which do not import this
+# module; re-exported here, where they were first defined.
+from serverless_retry.envelope import (
+    SCHEDULE_RETRY_POLICY,
+    MessageAttribute,
+    api_attributes,
+    at_expression,
+    sqs_message_size,
+)
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
 from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
     from mypy_boto3_scheduler.type_defs import CreateScheduleInputTypeDef, TargetTypeDef
     from mypy_boto3_sqs.type_defs import (
         ChangeMessageVisibilityBatchRequestEntryTypeDef,
-        MessageAttributeValueTypeDef,
         SendMessageBatchRequestEntryTypeDef,
     )
 
@@ -52,8 +58,6 @@ SQS_BATCH_MAX_ENTRIES = 10
 # A SendMessageBatch's bodies together may not exceed the service's message size limit (256 KiB
 # before 2025, 1 MiB since); a queue configured above 256 KiB implies the larger limit.
 _LEGACY_BATCH_BYTES = 262_144
-# Scheduler keeps retrying a failed delivery to SQS for up to a day, then dead-letters the envelope.
-SCHEDULE_RETRY_POLICY = {"MaximumEventAgeInSeconds": 86_400, "MaximumRetryAttempts": 185}
 # A one-time schedule's at() must still be in the future when Scheduler receives the call (a FIFO
 # queue sends even a 0-second retry through the Scheduler), so it is fixed when CreateSchedule is
 # called, never earlier: a slow batch cannot hand the Scheduler a time already past.
@@ -79,15 +83,19 @@ _REFUSALS = frozenset(
 
 
 ScheduleResult = Literal["scheduled", "refused", "failed"]
+_NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})
+
+# The messages below are NamedTuples, not frozen dataclasses: as immutable, but a frozen dataclass
+# costs about 0.6 ms to define (at every cold start) and sets each field through object.__setattr__
+# on every instance, on the path of every failed record.
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
+class Outgoing(NamedTuple):
     """One SQS message to send; ``key`` is the record it stands for."""
 
     key: str
     body: str
-    attributes: dict[str, MessageAttribute] = field(default_factory=dict)
+    attributes: Mapping[str, MessageAttribute] = _NO_ATTRIBUTES
     delay_seconds: int = 0  # logical seconds; the most DelaySeconds may be (never above 900)
     # FIFO: the message group. Standard queue: the producer's MessageGroupId (a fair queue's tenant),
     # kept so that one tenant's retries are not delivered ahead of the other tenants' messages.
@@ -99,8 +107,7 @@ class Outgoing:
     due_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduledRetry:
+class ScheduledRetry(NamedTuple):
     key: str
     name: str  # deterministic: envelope.schedule_name(id, attempt); also the ClientToken
     due_at: datetime  # logical UTC time the retry is due; at() = max(due_at, call time + lead)
@@ -115,18 +122,10 @@ class ScheduledRetry:
     hops: Outgoing | None = None  # what to send instead when the Scheduler refuses
 
 
-@dataclass(frozen=True, slots=True)
-class VisibilityChange:
+class VisibilityChange(NamedTuple):
     key: str
     receipt_handle: str
     timeout_seconds: int  # real seconds
-
-
-def at_expression(due: datetime) -> str:
-    """``at(YYYY-MM-DDTHH:MM:SS)`` in UTC, rounded up to the second so a retry never fires early."""
-    if due.microsecond:
-        due = due.replace(microsecond=0) + timedelta(seconds=1)
-    return f"at({due:%Y-%m-%dT%H:%M:%S})"
 
 
 def dedup_id(*parts: object) -> str:
@@ -424,54 +423,54 @@ def send_delay(message: Outgoing, now: datetime | None) -> int:
     return max(0, min(delay, SQS_MAX_DELAY_SECONDS))
 
 
-def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
-    """Envelope form (binary as base64 text) → boto3 form (binary as bytes); bytes pass through, so
-    attributes received from boto3 can be sent again as they are."""
-    out: dict[str, MessageAttributeValueTypeDef] = {}
-    for name, attr in attributes.items():
-        value: dict[str, Any] = {"DataType": attr["DataType"]}
-        if "BinaryValue" in attr:
-            binary: Any = attr["BinaryValue"]
-            value["BinaryValue"] = binary if isinstance(binary, bytes) else base64.b64decode(binary)
-        if "StringValue" in attr:
-            value["StringValue"] = attr["StringValue"]
-        out[name] = value  # type: ignore[assignment]
-    return out
+# botocore's exceptions are imported when an error is classified, not with this module: a call that
+# raised one has imported them already, and a consumer whose records succeed makes no call at all.
+def _client_error(exc: BaseException) -> ClientError | None:
+    from botocore.exceptions import ClientError
+
+    return exc if isinstance(exc, ClientError) else None
 
 
 def _is_transient(exc: Exception) -> bool:
     """A call refused for now (throttling, the service failing): the same call again may work.
     (A timeout is not retried here: the call may have worked, and a second send would duplicate.)"""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        code = str(error.get("Code", ""))
+    error = _client_error(exc)
+    if error is not None:
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        code = str(error.response.get("Error", {}).get("Code", ""))
         return "Throttl" in code or code in _REFUSALS or (isinstance(status, int) and status >= 500)
     return False
 
 
 def _is_throttled(exc: Exception) -> bool:
-    if not isinstance(exc, ClientError):
+    error = _client_error(exc)
+    if error is None:
         return False
-    code = str(exc.response.get("Error", {}).get("Code", ""))
+    code = str(error.response.get("Error", {}).get("Code", ""))
     return "Throttl" in code or code == "TooManyRequestsException"
 
 
 def _is_timeout(exc: Exception) -> bool:
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+    from botocore.exceptions import HTTPClientError
+
     return isinstance(exc, HTTPClientError | BotocoreConnectionError)
 
 
 def _is_refusal(exc: Exception) -> bool:
     """The Scheduler said "not now" (it answered: the call took no effect). A timeout is not one."""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return error.get("Code") in _REFUSALS or (isinstance(status, int) and status >= 500)
+    error = _client_error(exc)
+    if error is not None:
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error.response.get("Error", {}).get("Code") in _REFUSALS or (
+            isinstance(status, int) and status >= 500
+        )
     return False
 
 
 def _code(exc: Exception) -> str:
-    return str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+    error = _client_error(exc)
+    return str(error.response.get("Error", {}).get("Code", "")) if error is not None else ""
 
 
 def _is_conflict(exc: Exception) -> bool:
@@ -483,7 +482,8 @@ def _is_not_found(exc: Exception) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
+    client_error = _client_error(exc)
+    if client_error is not None:
+        error = client_error.response.get("Error", {})
         return f"{error.get('Code', type(exc).__name__)}: {error.get('Message', '')}"
     return f"{type(exc).__name__}: {exc}"

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from serverless_retry.clock import Clock, ScaledClock, SystemClock
 from serverless_retry.errors import ConfigError, PolicyError
-from serverless_retry.policy import RetryPolicy
+
+if TYPE_CHECKING:
+    from serverless_retry.policy import RetryPolicy
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -153,6 +156,8 @@ def message_bytes(env: Mapping[str, str], name: str, default: int) -> int:
 def policy(value: object, name: str, where: str = "") -> RetryPolicy:
     """A retry policy given as JSON text or as an already decoded object; ``where`` prefixes the
     problem when the policy sits inside a larger variable (e.g. ``sources['orders-fn'].policy: ``)."""
+    from serverless_retry.policy import RetryPolicy  # only the functions that read a policy load it
+
     try:
         if isinstance(value, str):
             return RetryPolicy.from_json(value)

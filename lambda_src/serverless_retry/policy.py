@@ -16,6 +16,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal, get_args
 
 from serverless_retry.backoff import (
+    MAX_ATTEMPTS_LIMIT,
     Backoff,
     fmt,
     json_kind,
@@ -60,8 +61,6 @@ UNMATCHED: tuple[Unmatched, ...] = get_args(Unmatched)
 
 SQS_MAX_DELAY_SECONDS = 900
 VISIBILITY_MAX_SECONDS = 43200
-# The envelope refuses attempts above this (envelope.MAX_ATTEMPT), so no budget may exceed it.
-MAX_ATTEMPTS_LIMIT = 10_000
 
 _RULE_FIELDS = (
     "errors",
@@ -195,7 +194,7 @@ class Rule:
         return out
 
     def matches(self, error: BaseException) -> bool:
-        if self.errors and _class_names(error) & set(self.errors):
+        if self.errors and not _class_names(error).isdisjoint(self.errors):
             return True
         if self.http_status:
             status = http_status_of(error)
@@ -410,13 +409,31 @@ def _safe_str(error: BaseException) -> str:
         return ""
 
 
-def _class_names(error: BaseException) -> set[str]:
+def _class_names(error: BaseException) -> frozenset[str]:
     """Every class in the error's MRO, by plain name and by ``module.QualName``."""
+    kind = type(error)
+    try:
+        names = _TYPE_NAMES.get(kind)
+    except TypeError:  # a class whose metaclass makes it unhashable
+        return _type_names(kind)
+    if names is None:
+        names = _type_names(kind)
+        if len(_TYPE_NAMES) < _TYPE_NAMES_KEPT:
+            _TYPE_NAMES[kind] = names
+    return names
+
+
+def _type_names(kind: type) -> frozenset[str]:
     names: set[str] = set()
-    for cls in type(error).__mro__:
+    for cls in kind.__mro__:
         names.add(cls.__name__)
         names.add(f"{cls.__module__}.{cls.__qualname__}")
-    return names
+    return frozenset(names)
+
+
+# By class: every rule of every decision asks, and a processor raises a handful of types.
+_TYPE_NAMES: dict[type, frozenset[str]] = {}
+_TYPE_NAMES_KEPT = 256
 
 
 def _as_status(value: object) -> int | None:

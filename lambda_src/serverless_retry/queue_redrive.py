@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from serverless_retry.clock import Clock, SystemClock
-from serverless_retry.delivery import api_attributes
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
     ERROR_TEXT_LIMIT,
@@ -51,6 +50,7 @@ from serverless_retry.envelope import (
     MAX_ATTEMPT,
     VERSION,
     Envelope,
+    api_attributes,
     encode,
     fits,
     sqs_message_size,

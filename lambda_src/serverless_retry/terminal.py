@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
@@ -81,8 +80,7 @@ FinalForm = Literal["envelope", "framed", "original"]
 TerminalForm = Literal["envelope", "framed", "original+meta", "self-healing", "bare"]
 
 
-@dataclass(frozen=True)
-class TerminalView:
+class TerminalView(NamedTuple):  # (not a frozen dataclass: ~0.5 ms less to define at cold start)
     """A message of the retry-exhausted queue (or a DLQ), whichever form it was written in."""
 
     form: TerminalForm

@@ -90,7 +90,7 @@ def test_handler_runs_with_a_lambda_context(live: World, monkeypatch: pytest.Mon
     for name, value in _env(live).items():
         monkeypatch.setenv(name, value)
     live.final("a", TimeoutError("t"))
-    monkeypatch.setattr(redrive_queue.boto3, "client", lambda *_a, **_k: live.sqs)
+    monkeypatch.setattr(redrive_queue, "client", lambda *_a, **_k: live.sqs)
     context: Any = lambda_context()
     result = redrive_queue.handler({"dry_run": True}, context)
     assert (result["moved"], result["dry_run"]) == (1, True)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry_tools.local.demo_queues import receive_all
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.schedules import parse_at
@@ -83,8 +84,14 @@ class Fifo:
         except ValueError:
             return
         if isinstance(record, dict) and "message" in record:
+            now = self.runtime.clock.now()
+            # The consumer writes one line per batch for the retries it planned: one Line per retry.
+            retries = record.pop("retries", None) if record["message"] == RETRIES_PLANNED else None
             with self._lock:
-                self.lines.append(Line(self.runtime.clock.now(), record))
+                if isinstance(retries, list):
+                    self.lines.extend(Line(now, {**record, **entry}) for entry in retries)
+                else:
+                    self.lines.append(Line(now, record))
 
     def send(self, group: str, order_id: str, behaviour: str, **fields: Any) -> None:
         body = json.dumps({"order_id": order_id, "behaviour": behaviour, **fields})

@@ -496,3 +496,29 @@ def test_time_format_round_trip() -> None:
     assert parse_time("2026-11-30T10:00:00Z") == NOW
     with pytest.raises(ValueError, match="ISO-8601"):
         parse_time("2026-11-30 10:00:00Z")
+
+
+def test_the_unsendable_class_is_the_complement_of_what_sqs_allows() -> None:
+    """The short spelling of the unsendable characters (cheap to compile at cold start) matches
+    exactly what SQS's documented allowed ranges leave out, over every code point."""
+    from serverless_retry.envelope import _UNSENDABLE
+
+    allowed = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+    every = "".join(map(chr, range(0x110000)))
+    assert [m.start() for m in _UNSENDABLE.finditer(every)] == [m.start() for m in allowed.finditer(every)]
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC),
+        datetime(2026, 11, 30, 10, 0, 0, 999_999, tzinfo=UTC),
+        datetime(2026, 11, 30, 23, 30, 5, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(2026, 2, 28, 23, 59, 59),  # naive: UTC
+        datetime(1, 1, 1, 0, 0, 0, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ],
+)
+def test_format_time_writes_what_strftime_writes(moment: datetime) -> None:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    assert format_time(moment) == aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

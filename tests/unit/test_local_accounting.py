@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry_tools.local.accounting import (
     FinalRecord,
     SentMessage,
@@ -47,7 +48,16 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
     evidence = parse_log_lines(
         [
             "START RequestId: x Version: $LATEST",
-            _log("processing failed; retry planned", retry_id="m1", attempt=1, transport="sqs-delay"),
+            # The consumer's line for a batch: every retried message's decision.
+            _log(
+                RETRIES_PLANNED,
+                count=2,
+                retries=[
+                    {"retry_id": "m1", "attempt": 1, "transport": "sqs-delay"},
+                    {"retry_id": "m5", "attempt": 1, "transport": "visibility"},
+                ],
+            ),
+            # One line per retry, as earlier versions wrote: still read.
             _log("processing failed; retry planned", retry_id="m1", attempt=2, transport="scheduler"),
             _log("order accepted", id="m1", attempt=3, order_id="o-1"),
             _log("order accepted", id="m2", attempt=1),
@@ -58,7 +68,7 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
         ]
     )
     assert evidence.successes == {"m1": [3], "m2": [1]}
-    assert evidence.retries == {"m1": {1: "sqs-delay", 2: "scheduler"}}
+    assert evidence.retries == {"m1": {1: "sqs-delay", 2: "scheduler"}, "m5": {1: "visibility"}}
     assert evidence.emf_processed == 3
     assert evidence.emf["RetryScheduled"] == 1
 
@@ -137,7 +147,9 @@ def test_balanced_when_every_message_is_in_exactly_one_place() -> None:
     evidence = parse_log_lines(
         [
             _log("order accepted", id="m1", attempt=1),
-            _log("processing failed; retry planned", retry_id="m2", attempt=1, transport="scheduler"),
+            _log(
+                RETRIES_PLANNED, count=1, retries=[{"retry_id": "m2", "attempt": 1, "transport": "scheduler"}]
+            ),
             _log("order accepted", id="m2", attempt=2),
             _log("order accepted", id="m2", attempt=2),  # at-least-once duplicate
         ]

@@ -24,10 +24,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger
 
-from serverless_retry.aws import BOTO_CONFIG
+from serverless_retry.aws import client
 from serverless_retry.clock import SystemClock
 from serverless_retry.native_redrive import check_native, start_native
 from serverless_retry.queue_redrive import RedriveReport, redrive
@@ -114,7 +113,7 @@ def run(
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     options = options_for(event, os.environ if environ is None else environ)
-    sqs = sqs or boto3.client("sqs", config=BOTO_CONFIG)
+    sqs = sqs or client("sqs")
     if options.native:
         check = check_native(sqs, options.from_queue_url, options.to_queue_url)
         result: dict[str, Any] = {

@@ -23,7 +23,10 @@ only ``handlers`` import it. Pure modules here (types, records, state, enrichmen
 planning) import no boto3.
 """
 
-from serverless_retry.selfheal.decorator import read_retry_state, self_healing
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from serverless_retry.selfheal.state import InvalidRetryState, attach, read
 from serverless_retry.selfheal.types import (
     ALWAYS_EXHAUSTED_ERROR_TYPES,
@@ -44,6 +47,9 @@ from serverless_retry.selfheal.types import (
     SourceConfig,
     SourceType,
 )
+
+if TYPE_CHECKING:
+    from serverless_retry.selfheal.decorator import read_retry_state, self_healing
 
 __all__ = [
     "ALWAYS_EXHAUSTED_ERROR_TYPES",
@@ -69,3 +75,13 @@ __all__ = [
     "read_retry_state",
     "self_healing",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The decorator runs in the user's functions, not in the pattern's own (enrichment, redrive): it
+    # is imported on first use, so their cold start does not pay for it.
+    if name in ("read_retry_state", "self_healing"):
+        from serverless_retry.selfheal import decorator
+
+        return getattr(decorator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

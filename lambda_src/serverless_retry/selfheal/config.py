@@ -8,13 +8,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from serverless_retry import environment
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.environment import DEFAULT_MAX_MESSAGE_BYTES, optional, required
 from serverless_retry.errors import ConfigError
-from serverless_retry.policy import RetryPolicy
 from serverless_retry.selfheal.state import unqualified_function_arn
 from serverless_retry.selfheal.types import (
     ENV_DLQ_ARN,
@@ -28,6 +27,9 @@ from serverless_retry.selfheal.types import (
     ENV_SOURCES,
     RedriveTo,
 )
+
+if TYPE_CHECKING:  # the policy is parsed (environment.policy imports it) by the redrive's settings only
+    from serverless_retry.policy import RetryPolicy
 
 __all__ = ["EnrichmentSettings", "RedriveSettings", "Source"]
 

@@ -27,8 +27,13 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from serverless_retry.delivery import SCHEDULE_RETRY_POLICY, at_expression
-from serverless_retry.envelope import format_time, parse_time, schedule_name
+from serverless_retry.envelope import (
+    SCHEDULE_RETRY_POLICY,
+    at_expression,
+    format_time,
+    parse_time,
+    schedule_name,
+)
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.selfheal.config import RedriveSettings, Source
 from serverless_retry.selfheal.function import SelfHealingFunction
@@ -36,6 +41,7 @@ from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.state import attach, encode_state
 from serverless_retry.selfheal.types import (
     ALWAYS_EXHAUSTED_ERROR_TYPES,
+    ASYNC_INVOKE_MAX_BYTES,
     RETRY_STATE_KEY,
     ExhaustedOutcome,
     ExhaustedRecord,
@@ -54,9 +60,6 @@ __all__ = [
     "retry_after_in",
 ]
 
-# Lambda's async Invoke accepted 256 KiB for years (1 MB in newer documentation); everything that
-# reaches the redrive came through a bus entry under 256 KiB with room for the retry state to spare.
-ASYNC_INVOKE_MAX_BYTES = 262_144
 SNS_MAX_BYTES = 262_144  # message + every attribute's name, type and value
 # Raw-delivery SQS subscriptions drop SNS messages with more than 10 attributes: never add the 11th.
 SNS_ATTRIBUTE_LIMIT = 10

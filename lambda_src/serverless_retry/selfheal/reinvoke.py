@@ -22,9 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_retry.envelope import MAX_ATTEMPT, format_time, parse_time
-from serverless_retry.selfheal.redrive import ASYNC_INVOKE_MAX_BYTES
 from serverless_retry.selfheal.state import attach, function_name, unqualified_function_arn
-from serverless_retry.selfheal.types import ERROR_INVALID_RECORD, FailureDetail, RetryState
+from serverless_retry.selfheal.types import (
+    ASYNC_INVOKE_MAX_BYTES,
+    ERROR_INVALID_RECORD,
+    FailureDetail,
+    RetryState,
+)
 
 __all__ = ["NotReinvocable", "Reinvocation", "reinvocation"]
 

@@ -19,6 +19,7 @@ from serverless_retry.environment import (
 
 __all__ = [
     "ALWAYS_EXHAUSTED_ERROR_TYPES",
+    "ASYNC_INVOKE_MAX_BYTES",
     "BUS_DETAIL_TYPE",
     "BUS_SOURCE",
     "ENV_DLQ_ARN",
@@ -58,6 +59,10 @@ BUS_DETAIL_TYPE = "serverless-retry failure"
 ERROR_INVALID_RECORD = "InvalidFailureRecord"  # the failure queue held something we cannot read
 ERROR_MISSING_TYPE = "MissingErrorType"  # the record names no error type (e.g. EventAgeExceeded, a crash)
 ALWAYS_EXHAUSTED_ERROR_TYPES: tuple[str, ...] = (ERROR_INVALID_RECORD, ERROR_MISSING_TYPE)
+
+# Lambda's async Invoke accepted 256 KiB for years (1 MB in newer documentation); everything that
+# reaches the redrive came through a bus entry under 256 KiB with room for the retry state to spare.
+ASYNC_INVOKE_MAX_BYTES = 262_144
 
 # --- retry state (metadata only, never inside the business payload) ----------------------------------
 # SNS: a message attribute of this name; EventBridge: a top-level key of this name outside "detail";

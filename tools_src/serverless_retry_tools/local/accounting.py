@@ -7,8 +7,8 @@ The evidence is what a user could look at on AWS, read back from the emulator af
 - the source queue's DLQ: messages whose message id (an original) or envelope id (a retry copy)
   names the sent message;
 - the function's CloudWatch Logs: the example processor's ``order accepted`` record for each
-  success (with the envelope ``id`` and ``attempt``), the consumer's ``retry planned`` records
-  (attempt and transport of each retry) and its EMF lines (the ``Processed`` count).
+  success (with the envelope ``id`` and ``attempt``), the consumer's ``retries planned`` records
+  (attempt and transport of each retry of a batch) and its EMF lines (the ``Processed`` count).
 
 A message is *processed* when its processor logged a success. If a processor logs no per-message
 success (the records are filtered by log level, say), processed messages are counted from the
@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.terminal import read_terminal
 
 __all__ = [
@@ -36,10 +37,11 @@ __all__ = [
     "json_records",
     "parse_final",
     "parse_log_lines",
+    "retry_entries",
 ]
 
 SUCCESS_MESSAGE = "order accepted"
-RETRY_MESSAGE_PREFIX = "processing failed; retry"
+RETRY_MESSAGE_PREFIX = "processing failed; retry"  # one line per retry (earlier versions)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,16 @@ def json_records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             yield record
 
 
+def retry_entries(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The retry decisions of one consumer log record: each entry of a batch's ``retries`` list (the
+    line the consumer writes, ``serverless_retry.consumer.RETRIES_PLANNED``), or the record itself
+    (one line per retry, as earlier versions wrote)."""
+    retries = record.get("retries")
+    if isinstance(retries, list):
+        return [entry for entry in retries if isinstance(entry, Mapping)]
+    return [record]
+
+
 def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
     """Read the function's log lines (JSON ones; others are skipped)."""
     evidence = LogEvidence()
@@ -96,10 +108,13 @@ def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
         if message == SUCCESS_MESSAGE and isinstance(record.get("id"), str):
             attempt = record.get("attempt")
             evidence.successes[record["id"]].append(attempt if isinstance(attempt, int) else 0)
-        elif isinstance(message, str) and message.startswith(RETRY_MESSAGE_PREFIX):
-            retry_id, attempt = record.get("retry_id"), record.get("attempt")
-            if isinstance(retry_id, str) and isinstance(attempt, int):
-                evidence.retries[retry_id][attempt] = str(record.get("transport", "?"))
+        elif isinstance(message, str) and (
+            message == RETRIES_PLANNED or message.startswith(RETRY_MESSAGE_PREFIX)
+        ):
+            for entry in retry_entries(record):
+                retry_id, attempt = entry.get("retry_id"), entry.get("attempt")
+                if isinstance(retry_id, str) and isinstance(attempt, int):
+                    evidence.retries[retry_id][attempt] = str(entry.get("transport", "?"))
     evidence.emf_processed = evidence.emf.get("Processed", 0)
     return evidence
 
