@@ -6,6 +6,7 @@ way: ``PolicyError(<dotted path>, <problem>)``.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -231,3 +232,24 @@ def _check(backoff: Backoff, path: str) -> None:
         raise PolicyError(
             join_path(path, "max_seconds"), f"must be >= base_seconds ({fmt(base)}), got {fmt(cap)}"
         )
+
+
+class KeyedUniform(random.Random):
+    """Deterministic jitter for one key: ``uniform`` draws from BLAKE2b of the key and a counter.
+
+    A decision must be the same every time its record is seen (per retry id and attempt), so the
+    jitter is keyed; seeding a Mersenne Twister per record for one draw cost about 5 us a record (more
+    than the rest of a hand-written re-enqueue), a keyed hash well under 1 us. Only ``uniform`` is
+    meant to be called: it is all the backoff draws."""
+
+    def __init__(self, key: str) -> None:  # no super().__init__: the generator's state is never used
+        self._key = key.encode()
+        self._draws = 0
+
+    def uniform(self, a: float, b: float) -> float:
+        digest = hashlib.blake2b(self._key, digest_size=7, salt=self._draws.to_bytes(16, "big")).digest()
+        self._draws += 1
+        return a + (b - a) * (int.from_bytes(digest, "big") / _UNIT)
+
+
+_UNIT = float(1 << 56)

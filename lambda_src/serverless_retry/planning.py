@@ -19,12 +19,12 @@ is what must fit: an SQS delay longer than the retention becomes delay hops.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
+from serverless_retry.backoff import KeyedUniform
 from serverless_retry.envelope import Incoming, Outcome, encode, fits, next_envelope, parse_time
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, Decision, RetryPolicy
 
@@ -245,7 +245,7 @@ def plan_failure(
         attempt=context.attempt,
         first_failed_at=first_failed_at,
         now=now,
-        rand=random.Random(f"{seed}:{context.id}:{context.attempt}"),
+        rand=KeyedUniform(f"{seed}:{context.id}:{context.attempt}"),
         previous_delay=context.previous_delay,
     )
     if decision.action != "retry":
