@@ -75,6 +75,11 @@ class ClockHolder:
         """The schedule was delivered or dead-lettered (None), or is retried at ``next_due``."""
         self._post({"settled": [{"arn": schedule_arn, "next_due": next_due}]})
 
+    def running(self, token: str, deadline: float | None) -> None:
+        """An invocation started (``deadline``: its logical start + the function's timeout) or
+        ended (None): logical time does not pass a running invocation's deadline."""
+        self._post({"running": {token: deadline}})
+
     def renew(self) -> None:
         with self._lock:
             body: dict[str, object] = {"queues": dict(self._queues), "schedules": self._schedules}

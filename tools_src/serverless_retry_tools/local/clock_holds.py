@@ -39,6 +39,8 @@ class _Holder:
     expires: float
     queues: dict[str, bool] = field(default_factory=dict)
     schedules: bool = False
+    # Invocations running now: token -> their logical deadline (start + the function's timeout).
+    running: dict[str, float] = field(default_factory=dict)
 
 
 class ClockHolds:
@@ -74,10 +76,12 @@ class ClockHolds:
         ttl: float = DEFAULT_TTL_SECONDS,
         queues: Mapping[str, bool] | None = None,
         schedules: bool | None = None,
+        running: Mapping[str, float | None] | None = None,
         release: bool = False,
     ) -> None:
         """Renew ``holder`` for ``ttl`` real seconds; ``queues`` (ARN -> poller ready) are merged
-        into what it declared before. ``release``: the holder is gone (a runtime that stopped)."""
+        into what it declared before, and ``running`` (invocation token -> logical deadline, None
+        when it ended) too. ``release``: the holder is gone (a runtime that stopped)."""
         with self._lock:
             if release:
                 self._holders.pop(holder, None)
@@ -85,6 +89,11 @@ class ClockHolds:
                 entry = self._holders.setdefault(holder, _Holder(expires=0.0))
                 entry.expires = self._monotonic() + ttl
                 entry.queues.update(queues or {})
+                for token, deadline in (running or {}).items():
+                    if deadline is None:
+                        entry.running.pop(token, None)
+                    else:
+                        entry.running[token] = deadline
                 if schedules is not None:
                     entry.schedules = schedules
             self.recompute()
@@ -127,6 +136,10 @@ class ClockHolds:
                 due = self._queue_dues.get(arn)
                 if due is not None:
                     dues.append(due)
+            # A running invocation holds logical time at its own deadline: on AWS it is stopped by
+            # its timeout long before its messages' visibility ends (visibility >= 6 x timeout), so
+            # no message may come back while its invocation still runs, however slow the machine.
+            dues.extend(d for h in self._holders.values() for d in h.running.values())
             if any(h.schedules for h in self._holders.values()):
                 if self._schedules_dirty:
                     self._schedules_dirty = False

@@ -3,8 +3,8 @@ the clock waits for (:mod:`serverless_retry_tools.local.clock_holds`), and the r
 declares its holds on (``POST /_serverless_retry/clock/holds``).
 
 A declaration (JSON): ``{"holder": id, "ttl": real seconds, "queues": {queue ARN: poller ready},
-"schedules": bool, "settled": [{"arn": schedule ARN, "next_due": logical s | null}], "release":
-bool}``; every key but ``holder`` is optional. Runs in the emulator child only (it imports moto).
+"schedules": bool, "settled": [{"arn": schedule ARN, "next_due": logical s | null}], "running":
+{invocation token: logical deadline | null}, "release": bool}``; every key but ``holder`` is optional. Runs in the emulator child only (it imports moto).
 """
 
 from __future__ import annotations
@@ -150,11 +150,16 @@ class ClockServer:
             self.holds.settled(arn, self._version(arn), None if next_due is None else float(next_due))
         queues = {str(arn): bool(ready) for arn, ready in (body.get("queues") or {}).items()}
         schedules = body.get("schedules")
+        running = {
+            str(token): None if deadline is None else float(deadline)
+            for token, deadline in (body.get("running") or {}).items()
+        }
         self.holds.declare(
             holder,
             ttl=float(body.get("ttl") or DEFAULT_TTL_SECONDS),
             queues=queues,
             schedules=None if schedules is None else bool(schedules),
+            running=running,
             release=bool(body.get("release")),
         )
         if queues:

@@ -69,6 +69,7 @@ import json
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -640,7 +641,15 @@ class Runtime:
     ) -> None:
         queue_arn = mapping["EventSourceArn"]
         event = sqs_event(messages, queue_arn, self.region)
-        result = lease.invoke(config, event)
+        # Lambda stops a function at its timeout, long before its batch's visibility ends; here the
+        # timeout runs in real seconds, so logical time is held at the invocation's logical deadline
+        # until it ends, or a slow machine would redeliver the batch while it still runs.
+        token = f"batch-{uuid.uuid4()}"
+        self.clock_holder.running(token, self.clock.now().timestamp() + config.timeout)
+        try:
+            result = lease.invoke(config, event)
+        finally:
+            self.clock_holder.running(token, None)
         verdict = judge_batch(
             [m["MessageId"] for m in messages],
             errored=not result.ok,
