@@ -80,6 +80,20 @@ def test_only_a_ready_poller_holds_the_clock() -> None:
     assert clock.now() == pytest.approx(EPOCH + 20)
 
 
+def test_a_running_invocation_holds_the_clock_at_its_deadline_until_it_ends() -> None:
+    # Lambda stops a function at its timeout, long before its batch's visibility ends: a slow
+    # machine must not let logical time reach the batch's redelivery while the invocation runs.
+    real, now = Real(), [0.0]
+    clock = HeldClock(EPOCH, 100.0, real=real)
+    holds = _holds(real, clock, now)
+    holds.declare("rt", running={"batch-1": EPOCH + 30})  # started at EPOCH, a 30 s timeout
+    real.t += 5.0  # the handler is starved for 5 real seconds: 500 logical seconds at x100
+    assert clock.now() == EPOCH + 30
+    holds.declare("rt", running={"batch-1": None})  # it ended
+    real.t += 0.1
+    assert clock.now() == pytest.approx(EPOCH + 40)
+
+
 def test_a_holder_that_stops_renewing_or_a_hold_that_lasts_too_long_lets_the_clock_go() -> None:
     real, now = Real(), [0.0]
     clock = HeldClock(EPOCH, 100.0, real=real)
