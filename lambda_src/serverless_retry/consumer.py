@@ -779,12 +779,7 @@ class RetryingConsumer:
                 # does not run without it: hidden, unprocessed, its group waiting behind it, a little
                 # longer on each receive (each counts as an attempt: the stated bound).
                 self.logger.exception("could not claim the attempt; the message waits hidden", extra=log)
-                plan.labels[message_id] = "wait"
-                wait = CLAIM_WAIT_SECONDS * 2 ** min(8, max(0, receives - 1))
-                plan.visibility.append(
-                    VisibilityChange(message_id, record["receiptHandle"], min(_MAX_VISIBILITY_SECONDS, wait))
-                )
-                plan.failed.add(message_id)
+                self._hide(plan, record, CLAIM_WAIT_SECONDS, receives)
                 return False
             # A redelivered first message runs unclaimed, as it would without the table: at least once.
             # Its copies still claim when the table is back.
@@ -826,13 +821,11 @@ class RetryingConsumer:
         copy (this record is then acknowledged; it owns nothing), or on a FIFO queue this very message
         hidden (its receives grow, so the hide doubles on each receive)."""
         message_id: str = record["messageId"]
-        plan.labels[message_id] = "wait"
         if self._fifo:
             seconds = max(1, math.ceil((until - self.clock.now()).total_seconds()))
-            seconds = min(_MAX_VISIBILITY_SECONDS, seconds * 2 ** min(8, max(0, facts.receive_count - 1)))
-            plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], seconds))
-            plan.failed.add(message_id)
+            self._hide(plan, record, seconds, facts.receive_count)
             return
+        plan.labels[message_id] = "wait"
         # Carried on as the same copy: its ids so far name it (it owns no claim, so none is taken).
         body = waiting_copy(record["body"], claimant=message_id, due_at=until)
         if not fits(body, self.targets.max_message_bytes):
@@ -864,10 +857,16 @@ class RetryingConsumer:
         if fits(body, self.targets.max_message_bytes):
             plan.delayed.append(self._hop(message_id, body, due, facts, retry_id=retry_id, tag="claims"))
             return
-        wait = CLAIM_WAIT_SECONDS * 2 ** min(8, max(0, facts.receive_count - 1))
-        plan.visibility.append(
-            VisibilityChange(message_id, record["receiptHandle"], min(_MAX_VISIBILITY_SECONDS, wait))
-        )
+        self._hide(plan, record, CLAIM_WAIT_SECONDS, facts.receive_count)
+
+    @staticmethod
+    def _hide(plan: _Plan, record: Mapping[str, Any], seconds: int, receives: int) -> None:
+        """This very message waits, hidden and unprocessed, handed back: ``seconds`` on its first
+        receive, twice as long on each later one (each receive it spends brings the DLQ nearer)."""
+        message_id: str = record["messageId"]
+        plan.labels[message_id] = "wait"
+        wait = min(_MAX_VISIBILITY_SECONDS, seconds * 2 ** min(8, max(0, receives - 1)))
+        plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], wait))
         plan.failed.add(message_id)
 
     def _lease_seconds(self) -> int:
