@@ -40,7 +40,7 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from aws_lambda_powertools import Logger
 
@@ -64,7 +64,6 @@ from serverless_retry.envelope import (
     RetryContext,
     attributes_from_record,
     fits,
-    original,
     schedule_name,
     unwrap,
     waiting_copy,
@@ -85,7 +84,7 @@ from serverless_retry.planning import (
     plan_failure,
 )
 from serverless_retry.planning import arrival as copy_arrival
-from serverless_retry.policy import RetryPolicy
+from serverless_retry.policy import Decision, RetryPolicy
 from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
 
 if TYPE_CHECKING:
@@ -101,9 +100,11 @@ __all__ = [
     "BatchResult",
     "IdempotentProcessor",
     "RetryLogEntry",
+    "RetryLogGroup",
     "RetryingConsumer",
     "consumer_from_env",
     "idempotent_processor",
+    "retry_log_entries",
     "short_traceback",
     "sqs_records",
 ]
@@ -116,13 +117,31 @@ CLAIM_WAIT_MAX_SECONDS = 900
 _MAX_VISIBILITY_SECONDS = 43_200
 TRACEBACK_CHARS = 2_000
 LOG_ERROR_CHARS = 256
-# The message of the one INFO line per batch that lists every retry the batch decided ("retries": a
-# RetryLogEntry per retried message, in record order; "count"). The final copies keep a line each.
+# The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
+# messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
+# of its messages' delays. The final copies keep a line each.
 RETRIES_PLANNED = "processing failed; retries planned"
 
 
+class RetryLogGroup(TypedDict, total=False):
+    """The retried messages of a batch that share one decision, in the ``RETRIES_PLANNED`` line.
+
+    Grouped because a batch's failures mostly share their error and attempt: the line then costs a
+    fraction of one entry per message, and every message's decision is still in it."""
+
+    error_type: Required[str]
+    error: Required[str]  # str(error), cut to LOG_ERROR_CHARS
+    attempt: Required[int]  # the attempt that failed (1 = first delivery)
+    transport: Required[str | None]  # sqs-delay, sqs-hops, scheduler or visibility
+    delays: Required[dict[str, int]]  # this delivery's SQS message id → delay_seconds, in record order
+    # message id → retry id (the first delivery's message id, the same across attempts), only for
+    # messages whose retry id is not their own message id (the copies of earlier retries)
+    retry_ids: dict[str, str]
+
+
 class RetryLogEntry(TypedDict):
-    """One retried message's decision in the batch's ``RETRIES_PLANNED`` log line."""
+    """One retried message's decision, as ``retry_log_entries`` reads it from a ``RETRIES_PLANNED``
+    line."""
 
     message_id: str  # this delivery's SQS message id
     retry_id: str  # the first delivery's message id, the same across attempts
@@ -131,6 +150,33 @@ class RetryLogEntry(TypedDict):
     error: str  # str(error), cut to LOG_ERROR_CHARS
     delay_seconds: int
     transport: str | None  # sqs-delay, sqs-hops, scheduler or visibility
+
+
+def retry_log_entries(line: Mapping[str, Any]) -> list[RetryLogEntry]:
+    """Every retried message's decision in one ``RETRIES_PLANNED`` log line (parsed JSON), in record
+    order within each group. Malformed parts are skipped."""
+    entries: list[RetryLogEntry] = []
+    groups = line.get("retries")
+    for group in groups if isinstance(groups, list) else []:
+        delays = group.get("delays") if isinstance(group, Mapping) else None
+        if not isinstance(delays, Mapping):
+            continue
+        retry_ids = group.get("retry_ids")
+        if not isinstance(retry_ids, Mapping):
+            retry_ids = {}
+        for message_id, delay in delays.items():
+            entries.append(
+                {
+                    "message_id": message_id,
+                    "retry_id": retry_ids.get(message_id, message_id),
+                    "attempt": group.get("attempt"),
+                    "error_type": group.get("error_type"),
+                    "error": group.get("error"),
+                    "delay_seconds": delay,
+                    "transport": group.get("transport"),
+                }
+            )
+    return entries
 
 
 class BatchItemFailure(TypedDict):
@@ -164,7 +210,9 @@ class _Plan:
         "labels",
         "outcomes",
         "repeat",
+        "retried",
         "retries",
+        "retry_groups",
         "scheduled",
         "unidentified",
         "visibility",
@@ -182,7 +230,30 @@ class _Plan:
         self.repeat: dict[str, int] = {}  # in place: key → the attempt to repeat
         self.holds: dict[str, int] = {}  # in place: key → receives spent held back
         self.unidentified: list[str] = []  # keys of records without a messageId
-        self.retries: list[RetryLogEntry] = []  # every retry decided, for the batch's log line
+        self.retries: list[RetryLogGroup] = []  # every retry decided, for the batch's log line
+        self.retry_groups: dict[tuple[str, str, int, str | None], RetryLogGroup] = {}
+        self.retried = 0
+
+    def log_retry(
+        self, message_id: str, retry_id: str, attempt: int, error: BaseException, decision: Decision
+    ) -> None:
+        error_type = _type_name(error)
+        text = _error_text(error)
+        key = (error_type, text, attempt, decision.transport)
+        group = self.retry_groups.get(key)
+        if group is None:
+            group = self.retry_groups[key] = {
+                "error_type": error_type,
+                "error": text,
+                "attempt": attempt,
+                "transport": decision.transport,
+                "delays": {},
+            }
+            self.retries.append(group)
+        group["delays"][message_id] = decision.delay_seconds
+        if retry_id != message_id:
+            group.setdefault("retry_ids", {})[message_id] = retry_id
+        self.retried += 1
 
 
 class _InProgressElsewhere(Exception):
@@ -400,7 +471,7 @@ class RetryingConsumer:
         if plan.retries:
             # One line for the batch, not one per record: a Powertools line costs more than deciding
             # and enveloping a retry. Every retried message's decision is in it, in record order.
-            self.logger.info(RETRIES_PLANNED, extra={"retries": plan.retries, "count": len(plan.retries)})
+            self.logger.info(RETRIES_PLANNED, extra={"retries": plan.retries, "count": plan.retried})
         self._deliver(plan, counts)
         if plan.unidentified:
             self._unidentified_unsent(plan, records)
@@ -589,12 +660,9 @@ class RetryingConsumer:
                 if facts is None:
                     facts = RecordFacts.of(record)
                 if incoming is None:  # its body holds neither the envelope key nor a \u escape
-                    incoming = original(
-                        message.body,
-                        message.attributes,
-                        message_id=message_id,
-                        source=self._source,
-                        receive_count=message.retry.attempt,
+                    # What envelope.original() would make of it: the message already holds each part.
+                    incoming = Incoming(
+                        "original", message.body, message.attributes, message.retry, None, None
                     )
                 # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
                 step = self._plan_failure(plan, record, facts, incoming, error)
@@ -914,17 +982,7 @@ class RetryingConsumer:
             self._plan_final(plan, record, incoming, step.outcome, error=error, reason=step.reason, now=now)
             return step
         decision = step.decision
-        plan.retries.append(
-            {
-                "message_id": message_id,
-                "retry_id": context.id,
-                "attempt": context.attempt,
-                "error_type": _type_name(error),
-                "error": _error_text(error),
-                "delay_seconds": decision.delay_seconds,
-                "transport": decision.transport,
-            }
-        )
+        plan.log_retry(message_id, context.id, context.attempt, error, decision)
         if isinstance(step, InPlace):
             plan.visibility.append(
                 VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds)

@@ -11,7 +11,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, cast
@@ -42,6 +42,7 @@ __all__ = [
     "at_expression",
     "attributes_from_record",
     "encode",
+    "encode_next_envelope",
     "error_text",
     "final_envelope",
     "fits",
@@ -146,6 +147,20 @@ _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
 
 def format_time(moment: datetime) -> str:
     """ISO-8601 UTC with a Z, whole seconds: ``2026-11-30T10:00:00Z`` (naive means UTC)."""
+    # The records of a batch share their few moments (receipt, due times to the second): remembered.
+    text = _TIMES.get(moment)
+    if text is None:
+        if len(_TIMES) >= _TIMES_KEPT:
+            _TIMES.clear()
+        text = _TIMES[moment] = _format_time(moment)
+    return text
+
+
+_TIMES: dict[datetime, str] = {}
+_TIMES_KEPT = 256
+
+
+def _format_time(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     elif moment.tzinfo is not UTC:
@@ -545,6 +560,46 @@ def next_envelope(
     }
 
 
+def encode_next_envelope(
+    incoming: Incoming,
+    decision: Decision,
+    error: BaseException,
+    *,
+    now: datetime,
+    due_at: datetime | None = None,
+) -> str:
+    """``encode(next_envelope(...))``, the same text, written directly: every retried record makes one,
+    and building the dicts only to have the encoder sort and walk them again cost as much as the rest
+    of the retry decision. Only the parts that vary (the body, the attributes, earlier history) go
+    through the JSON encoder; the rest is known keys in their sorted order."""
+    if incoming.kind == "invalid":
+        raise ValueError("an invalid envelope must go to the retry-exhausted queue, not back into the loop")
+    if decision.action != "retry":
+        raise ValueError(f"next_envelope needs a retry decision, got {decision.action!r}")
+    context = incoming.context
+    at = format_time(now)
+    entry = (
+        f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},'
+        f'"error":{_json_str(_cut(error_text(error), ERROR_TEXT_LIMIT))},'
+        f'"error_type":{_json_str(sqs_text(type(error).__name__))},'
+        f'"transport":{_json_str(decision.transport or "")}}}'
+    )
+    earlier = context.history[-(HISTORY_LIMIT - 1) :]  # with this entry, the last HISTORY_LIMIT
+    history = f"{_ENCODE(list(earlier))[1:-1]},{entry}" if earlier else entry
+    first = at if context.first_failed_at is None else format_time(context.first_failed_at)
+    due = "" if due_at is None else f',"due_at":"{format_time(due_at)}"'
+    return (
+        f'{{"attributes":{_ENCODE(incoming.attributes) if incoming.attributes else "{}"},"body":{_json_str(incoming.body)},'
+        f'"serverless_retry":{{"attempt":{_number(context.attempt + 1)}{due},'
+        f'"first_failed_at":"{first}","history":[{history}],"id":{_json_str(context.id)},'
+        f'"source":{_json_str(context.source)},"v":{VERSION}}}}}'
+    )
+
+
+def _number(value: int) -> str:
+    return int.__repr__(value) if type(value) is int else _ENCODE(value)
+
+
 def final_envelope(
     incoming: Incoming,
     outcome: Outcome,
@@ -592,13 +647,16 @@ def encode(envelope: Envelope) -> str:
 
 # json.dumps with arguments builds a new encoder on every call: one, made once.
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# A str as that encoder writes it (quoted, escaped, non-ASCII kept), without its dispatch.
+_json_str: Callable[[str], str] = json.encoder.encode_basestring
 
 
 # --- size guard -----------------------------------------------------------------------------------
 
 
 def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+    # An ASCII text is as many bytes as characters; isascii() is far cheaper than encoding a body.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _binary_len(value: object) -> int:

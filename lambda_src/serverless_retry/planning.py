@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from serverless_retry.backoff import KeyedUniform
-from serverless_retry.envelope import Incoming, Outcome, encode, fits, next_envelope, parse_time
+from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, fits, parse_time
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, Decision, RetryPolicy
 
 __all__ = [
@@ -83,10 +83,24 @@ class QueueFacts(NamedTuple):
 
 
 def _millis(value: object) -> datetime | None:
+    if type(value) is str:  # as SQS writes it; a batch's records were mostly received together
+        moment = _MOMENTS.get(value)
+        if moment is None:
+            if len(_MOMENTS) >= 256:
+                _MOMENTS.clear()
+            moment = _MOMENTS[value] = _parse_millis(value)
+        return moment
+    return None if value is None else _parse_millis(value)
+
+
+def _parse_millis(value: object) -> datetime | None:
     try:
         return datetime.fromtimestamp(int(str(value)) / 1000, UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
+
+
+_MOMENTS: dict[str, datetime | None] = {}
 
 
 class RecordFacts(NamedTuple):
@@ -101,19 +115,24 @@ class RecordFacts(NamedTuple):
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RecordFacts:
         attributes = record.get("attributes")
-        if not isinstance(attributes, Mapping):
+        if type(attributes) is not dict and not isinstance(attributes, Mapping):
             attributes = {}
         try:
             receive_count = max(1, int(attributes.get("ApproximateReceiveCount", 1)))
         except (TypeError, ValueError):
             receive_count = 1
         group = attributes.get("MessageGroupId")
-        return cls(
-            message_id=str(record.get("messageId", "")),
-            receive_count=receive_count,
-            sent_at=_millis(attributes.get("SentTimestamp")),
-            first_received_at=_millis(attributes.get("ApproximateFirstReceiveTimestamp")),
-            group_id=str(group) if group else None,
+        message_id = record.get("messageId", "")
+        # Positional: one is made per failed record, and keywords cost a NamedTuple a third more.
+        return tuple.__new__(
+            cls,
+            (
+                message_id if type(message_id) is str else str(message_id),
+                receive_count,
+                _millis(attributes.get("SentTimestamp")),
+                _millis(attributes.get("ApproximateFirstReceiveTimestamp")),
+                str(group) if group else None,
+            ),
         )
 
     def expires_at(self, retention_seconds: int) -> datetime | None:
@@ -149,6 +168,7 @@ def latest_due(policy: RetryPolicy, now: datetime) -> datetime:
     return now + timedelta(seconds=policy.max_delay_seconds + DUE_SKEW_MARGIN_SECONDS)
 
 
+@lru_cache(maxsize=64)  # asked for every copy; a consumer has one queue
 def hop_limit(retention_seconds: int) -> int:
     """The longest single SQS delay a copy may take: 900 s, and well inside the queue's retention."""
     margin = min(EXPIRY_MARGIN_SECONDS, retention_seconds // 2)
@@ -210,13 +230,34 @@ def _ceil_second(moment: datetime) -> datetime:
     return moment.replace(microsecond=0) + timedelta(seconds=1) if moment.microsecond else moment
 
 
+def _due(now: datetime, delay: int) -> datetime:
+    """``now`` + ``delay`` seconds, rounded up to the second (SQS delays and at() count whole seconds)."""
+    micros = now.microsecond
+    if micros:
+        return now + timedelta(0, delay + 1, -micros)  # positional: keywords cost a timedelta more
+    return now + _seconds(delay)
+
+
+def _seconds(n: int) -> timedelta:
+    # A retry's delays are a few distinct values (per rule and attempt): their timedeltas, remembered.
+    span = _SPANS.get(n)
+    if span is None:
+        if len(_SPANS) >= 1024:
+            _SPANS.clear()
+        span = _SPANS[n] = timedelta(seconds=n)
+    return span
+
+
+_SPANS: dict[int, timedelta] = {}
+
+
 def _retransport(decision: Decision, transport: str, seconds: int) -> Decision:
     """The decision with the transport the queue really uses (its reason says so too)."""
     if decision.transport == transport and decision.delay_seconds == seconds:
         return decision
     tail = decision.reason.split(" (", 1)[1] if " (" in decision.reason else ""
     reason = f"retry {decision.attempt + 1} in {seconds} s via {transport}" + (f" ({tail}" if tail else "")
-    return replace(decision, transport=transport, delay_seconds=seconds, reason=reason)  # type: ignore[arg-type]
+    return decision._replace(transport=transport, delay_seconds=seconds, reason=reason)  # type: ignore[arg-type]
 
 
 def _outcome(decision: Decision) -> Outcome:
@@ -235,17 +276,18 @@ def plan_failure(
 ) -> Step:
     """What to do with a record whose processing failed, decided at ``now`` (see decision_time)."""
     context = incoming.context
+    attempt = context.attempt
     first_failed_at = context.first_failed_at
     if first_failed_at is None:
         # In place, attempt n > 1 of an original: its first attempt was its first receive.
-        first = record.first_received_at if queue.in_place and context.attempt > 1 else None
+        first = record.first_received_at if queue.in_place and attempt > 1 else None
         first_failed_at = min(first, now) if first is not None else now
     decision = policy.decide(
         error,
-        attempt=context.attempt,
+        attempt=attempt,
         first_failed_at=first_failed_at,
         now=now,
-        rand=KeyedUniform(f"{seed}:{context.id}:{context.attempt}"),
+        rand=KeyedUniform(f"{seed}:{context.id}:{attempt}"),
         previous_delay=context.previous_delay,
     )
     if decision.action != "retry":
@@ -271,8 +313,8 @@ def plan_failure(
     else:
         transport = "sqs-delay" if delay <= hop_limit(queue.retention_seconds) else "sqs-hops"
     decision = _retransport(decision, transport, delay)
-    due_at = _ceil_second(now + timedelta(seconds=delay))
-    body = encode(next_envelope(incoming, decision, error, now=now, due_at=due_at))
+    due_at = _due(now, delay)
+    body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at)
     if not fits(body, queue.max_message_bytes):
         reason = (
             f"the retry envelope does not fit the queue's maximum message size of "

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 from serverless_retry.backoff import (
     MAX_ATTEMPTS_LIMIT,
     Backoff,
+    Uniform,
     fmt,
     json_kind,
     require_bool,
@@ -215,8 +215,10 @@ class Rule:
         return "; ".join(parts)
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
+    """What to do with a failure. A NamedTuple, not a frozen dataclass: one is made per failed record,
+    and a frozen dataclass sets each of its fields through object.__setattr__."""
+
     action: Action
     delay_seconds: int  # logical seconds until the next attempt (0 unless action == "retry")
     transport: ResolvedTransport | None  # None unless retry
@@ -235,6 +237,10 @@ class RetryPolicy:
     unmatched: Unmatched = "retry"
     transport: Transport = "auto"
     honor_retry_after: bool = True  # for errors no rule matched (e.g. a bare RetryableError(retry_after=))
+    # error class → the rules its errors may match (_candidates): every failed record is matched
+    _by_class: dict[type, tuple[tuple[int, Rule, bool], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", tuple(self.rules))
@@ -316,10 +322,50 @@ class RetryPolicy:
 
     def match(self, error: BaseException) -> tuple[int, Rule] | None:
         """The first rule that matches ``error``, with its index."""
-        for index, rule in enumerate(self.rules):
-            if rule.matches(error):
+        # Rule.matches for each rule in turn, in two steps: which rules can match an error of this
+        # class (its names decide, or its status or text might), worked out once per class; then
+        # those, reading the error's status and text only when one of them asks.
+        status: int | bool | None = False  # False: not read yet
+        text: str | None = None
+        for index, rule, by_class in self._candidates(error):
+            if by_class:
                 return index, rule
+            if rule.http_status:
+                if status is False:
+                    status = http_status_of(error)
+                if status is not None and status in rule.http_status:
+                    return index, rule
+            if rule._pattern is not None:
+                if text is None:
+                    text = _safe_str(error)
+                if rule._pattern.search(text):
+                    return index, rule
         return None
+
+    def _candidates(self, error: BaseException) -> tuple[tuple[int, Rule, bool], ...]:
+        """The rules an error of this class may match, in order, up to the first its class matches
+        (True: matched by class); the others match by status or text, if at all."""
+        kind = type(error)
+        try:
+            found = self._by_class.get(kind)
+        except TypeError:  # a class whose metaclass makes it unhashable
+            found = None
+        if found is None:
+            names = _class_names(error)
+            listed: list[tuple[int, Rule, bool]] = []
+            for index, rule in enumerate(self.rules):
+                if rule.errors and not names.isdisjoint(rule.errors):
+                    listed.append((index, rule, True))
+                    break
+                if rule.http_status or rule._pattern is not None:
+                    listed.append((index, rule, False))
+            found = tuple(listed)
+            try:
+                if len(self._by_class) < _TYPE_NAMES_KEPT:
+                    self._by_class[kind] = found
+            except TypeError:
+                pass
+        return found
 
     def decide(
         self,
@@ -328,7 +374,7 @@ class RetryPolicy:
         attempt: int,
         first_failed_at: datetime,
         now: datetime,
-        rand: random.Random,
+        rand: Uniform,
         previous_delay: float | None = None,
     ) -> Decision:
         """Classify the failure of attempt ``attempt`` (1 = first delivery): retry (when, how),
@@ -336,58 +382,61 @@ class RetryPolicy:
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         error_type = type(error).__name__
-
-        def final(action: Action, reason: str, rule_index: int | None) -> Decision:
-            return Decision(action, 0, None, attempt, rule_index, reason, error_type)
-
         if isinstance(error, NonRetryableError):
-            return final("non-retryable", f"{error_type}: the processor says no attempt can succeed", None)
+            reason = f"{error_type}: the processor says no attempt can succeed"
+            return Decision("non-retryable", 0, None, attempt, None, reason, error_type)
         matched = self.match(error)
-        rule = matched[1] if matched else None
-        index = matched[0] if matched else None
-        if rule is not None:
+        index: int | None
+        rule: Rule | None
+        if matched is not None:
+            index, rule = matched
             if not rule.retry:
-                return final("non-retryable", f"rules[{index}] ({rule.describe()}) says retry: false", index)
-        elif not isinstance(error, RetryableError | HttpError) and self.unmatched == "dead-letter":
-            return final("non-retryable", f"no rule matches {error_type} and unmatched is dead-letter", None)
+                reason = f"rules[{index}] ({rule.describe()}) says retry: false"
+                return Decision("non-retryable", 0, None, attempt, index, reason, error_type)
+            max_attempts = self.max_attempts if rule.max_attempts is None else rule.max_attempts
+            backoff = self.backoff if rule.backoff is None else rule.backoff
+            honour = rule.honor_retry_after
+        else:
+            index = rule = None
+            if self.unmatched == "dead-letter" and not isinstance(error, RetryableError | HttpError):
+                reason = f"no rule matches {error_type} and unmatched is dead-letter"
+                return Decision("non-retryable", 0, None, attempt, None, reason, error_type)
+            max_attempts = self.max_attempts
+            backoff = self.backoff
+            honour = self.honor_retry_after
 
-        where = f" (rules[{index}])" if rule is not None and rule.max_attempts is not None else ""
-        max_attempts = (
-            rule.max_attempts if rule is not None and rule.max_attempts is not None else self.max_attempts
-        )
         if attempt >= max_attempts:
-            return final("exhausted", f"attempt {attempt} >= max_attempts {max_attempts}{where}", index)
+            where = f" (rules[{index}])" if rule is not None and rule.max_attempts is not None else ""
+            reason = f"attempt {attempt} >= max_attempts {max_attempts}{where}"
+            return Decision("exhausted", 0, None, attempt, index, reason, error_type)
         if self.max_age_seconds is not None:
             age = (now - first_failed_at).total_seconds()
             if age > self.max_age_seconds:
-                return final(
-                    "exhausted",
-                    f"first failure {age:.0f} s ago > max_age_seconds {self.max_age_seconds}",
-                    index,
-                )
+                reason = f"first failure {age:.0f} s ago > max_age_seconds {self.max_age_seconds}"
+                return Decision("exhausted", 0, None, attempt, index, reason, error_type)
 
-        backoff = rule.backoff if rule is not None and rule.backoff is not None else self.backoff
         delay = backoff.delay(attempt, rand, previous_delay)
-        why = f"{backoff.strategy} backoff, jitter {backoff.jitter}"
-        honour = rule.honor_retry_after if rule is not None else self.honor_retry_after
-        if honour:
-            hinted = retry_after_seconds(retry_after_hint(error), now)
-            if hinted is not None:
-                delay = min(max(hinted, 0.0), float(backoff.max_seconds))
-                why = f"Retry-After {fmt(hinted)} s, capped at {fmt(backoff.max_seconds)} s"
+        hint = retry_after_hint(error) if honour else None
+        hinted = None if hint is None else retry_after_seconds(hint, now)
+        if hinted is None:
+            why = f"{backoff.strategy} backoff, jitter {backoff.jitter}"
+        else:
+            delay = min(max(hinted, 0.0), float(backoff.max_seconds))
+            why = f"Retry-After {fmt(hinted)} s, capped at {fmt(backoff.max_seconds)} s"
         seconds = math.ceil(delay)
         transport: ResolvedTransport
-        if self.transport == "auto":
+        chosen = self.transport
+        if chosen == "auto":
             transport = "sqs-delay" if seconds <= SQS_MAX_DELAY_SECONDS else "scheduler"
-        elif self.transport == "sqs-delay":
+        elif chosen == "sqs-delay":
             transport, seconds = "sqs-delay", min(seconds, SQS_MAX_DELAY_SECONDS)
-        elif self.transport == "visibility":
+        elif chosen == "visibility":
             transport, seconds = "visibility", min(seconds, VISIBILITY_MAX_SECONDS)
-        elif self.transport == "sqs-hops":
+        elif chosen == "sqs-hops":
             transport = "sqs-hops"
         else:
             transport = "scheduler"
-        matched_text = f"rules[{index}]" if rule is not None else "no rule matched"
+        matched_text = "no rule matched" if index is None else f"rules[{index}]"
         reason = f"retry {attempt + 1} in {seconds} s via {transport} ({matched_text}; {why})"
         return Decision("retry", seconds, transport, attempt, index, reason, error_type)
 
@@ -400,6 +449,31 @@ def _safe_attr(obj: object, name: str) -> object:
         return getattr(obj, name, None)
     except Exception:  # a property that raises is "not there"
         return None
+
+
+# The attributes decisions read from an error. An error whose class defines none of them (no class
+# attribute, property or slot by these names, no __getattr__ / __getattribute__ of its own) holds
+# them in its instance __dict__ or not at all: they are read from there, without getattr's lookups
+# through the class and the exception a missing attribute costs (every failed record asks five times).
+_ERROR_ATTRIBUTES = frozenset({"status", "status_code", "response", "retry_after"})
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
+def _error_getter(error: BaseException) -> Callable[[str], object]:
+    kind = type(error)
+    plain = _PLAIN_CLASSES.get(kind)
+    if plain is None:
+        plain = (
+            kind.__getattribute__ is BaseException.__getattribute__
+            and not hasattr(kind, "__getattr__")
+            and not any(_ERROR_ATTRIBUTES.intersection(vars(c)) for c in kind.__mro__)
+        )
+        if len(_PLAIN_CLASSES) < _TYPE_NAMES_KEPT:
+            _PLAIN_CLASSES[kind] = plain
+    fields = getattr(error, "__dict__", None) if plain else None
+    if type(fields) is dict:
+        return fields.get
+    return lambda name: _safe_attr(error, name)
 
 
 def _safe_str(error: BaseException) -> str:
@@ -445,11 +519,13 @@ def _as_status(value: object) -> int | None:
 def http_status_of(error: BaseException) -> int | None:
     """The HTTP status an error carries: HttpError.status, ``.status``, ``.status_code``,
     ``.response.status_code`` (requests/httpx), or botocore's ``response["ResponseMetadata"]``."""
-    for candidate in (_safe_attr(error, "status"), _safe_attr(error, "status_code")):
-        status = _as_status(candidate)
-        if status is not None:
-            return status
-    response = _safe_attr(error, "response")
+    read = _error_getter(error)
+    status = _as_status(read("status"))
+    if status is None:
+        status = _as_status(read("status_code"))
+    if status is not None:
+        return status
+    response = read("response")
     if response is None:
         return None
     status = _as_status(_safe_attr(response, "status_code"))
@@ -481,10 +557,11 @@ def _header(headers: object, name: str) -> object:
 def retry_after_hint(error: BaseException) -> object:
     """The raw Retry-After an error carries: ``.retry_after``, else ``.response.headers["Retry-After"]``
     (or botocore's ``response["ResponseMetadata"]["HTTPHeaders"]``). None when it carries none."""
-    value = _safe_attr(error, "retry_after")
+    read = _error_getter(error)
+    value = read("retry_after")
     if value is not None:
         return value
-    response = _safe_attr(error, "response")
+    response = read("response")
     if response is None:
         return None
     headers = _safe_attr(response, "headers")

@@ -1,6 +1,7 @@
 """Operators find every retried message's decision in the logs: the consumer writes one INFO line per
-batch (``RETRIES_PLANNED``) that lists each retried record - message id, retry id, attempt, error type
-and text, delay and transport - in record order, and that delay is the one the copy was sent with."""
+batch (``RETRIES_PLANNED``) whose groups (one per error, attempt and transport) list each retried
+record's message id and delay - in record order within a group, with the retry id where it is not
+the message id - and that delay is the one the copy was sent with."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
 from serverless_retry.errors import NonRetryableError, RetryableError
 from serverless_retry.message import Message
 
@@ -70,8 +71,18 @@ def test_one_line_per_batch_lists_every_retried_message(
         for entry in params["Entries"]:
             envelope = json.loads(entry["MessageBody"])["serverless_retry"]
             delays[envelope["id"]] = entry["DelaySeconds"]
-    assert [entry["message_id"] for entry in line["retries"]] == [m["MessageId"] for m in retried]
-    for entry, message in zip(line["retries"], retried, strict=True):
+    # One group per decision: the busy records share one, the timed-out record has its own.
+    busy = [m["MessageId"] for m in retried if json.loads(m["Body"])["behaviour"] == "busy"]
+    assert [(g["error_type"], list(g["delays"])) for g in line["retries"]] == [
+        ("RetryableError", busy),
+        ("TimeoutError", [retried[1]["MessageId"]]),
+    ]
+    assert all("retry_ids" not in g for g in line["retries"])  # first deliveries: retry id = message id
+    entries = sorted(
+        retry_log_entries(line), key=lambda e: [m["MessageId"] for m in retried].index(e["message_id"])
+    )
+    assert [entry["message_id"] for entry in entries] == [m["MessageId"] for m in retried]
+    for entry, message in zip(entries, retried, strict=True):
         timeout = json.loads(message["Body"])["behaviour"] == "timeout"
         assert entry == {
             "message_id": message["MessageId"],
@@ -106,3 +117,71 @@ def test_a_batch_without_a_retry_writes_no_retry_line(
     assert not [
         line for line in _json_lines(capsys.readouterr().out) if line.get("message") == RETRIES_PLANNED
     ]
+
+
+def test_a_copy_is_logged_with_its_retry_id_and_attempt(
+    stack: Stack, clock: FrozenClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=json.dumps({"behaviour": "timeout"}))
+    first = stack.receive(stack.queue_url)
+    consumer = make_consumer(stack, process, POLICY, clock)
+    assert failure_ids(consumer(event_from(first, stack.queue_arn))) == []
+    # Handled: the event source mapping deletes it.
+    stack.sqs.delete_message(QueueUrl=stack.queue_url, ReceiptHandle=first[0]["ReceiptHandle"])
+    clock.advance(43)  # the rule's fixed 42 s, and the second it is rounded up to
+    copies = stack.receive(stack.queue_url)
+    assert len(copies) == 1
+    assert copies[0]["MessageId"] != first[0]["MessageId"]
+    capsys.readouterr()
+
+    assert failure_ids(consumer(event_from(copies, stack.queue_arn))) == []
+
+    (line,) = [
+        line for line in _json_lines(capsys.readouterr().out) if line.get("message") == RETRIES_PLANNED
+    ]
+    copy_id, retry_id = copies[0]["MessageId"], first[0]["MessageId"]
+    assert line["count"] == 1
+    assert line["retries"] == [
+        {
+            "error_type": "TimeoutError",
+            "error": "payments timed out",
+            "attempt": 2,
+            "transport": "sqs-delay",
+            "delays": {copy_id: 42},
+            "retry_ids": {copy_id: retry_id},
+        }
+    ]
+    assert retry_log_entries(line) == [
+        {
+            "message_id": copy_id,
+            "retry_id": retry_id,
+            "attempt": 2,
+            "error_type": "TimeoutError",
+            "error": "payments timed out",
+            "delay_seconds": 42,
+            "transport": "sqs-delay",
+        }
+    ]
+
+
+def test_reading_the_line_skips_what_is_malformed() -> None:
+    line = {
+        "message": RETRIES_PLANNED,
+        "retries": [
+            "not a group",
+            {"error_type": "E", "attempt": 1, "transport": "visibility"},  # no delays
+            {"error_type": "E", "error": "x", "attempt": 3, "transport": "scheduler", "delays": {"m": 900}},
+        ],
+    }
+    assert retry_log_entries(line) == [
+        {
+            "message_id": "m",
+            "retry_id": "m",
+            "attempt": 3,
+            "error_type": "E",
+            "error": "x",
+            "delay_seconds": 900,
+            "transport": "scheduler",
+        }
+    ]
+    assert retry_log_entries({"message": RETRIES_PLANNED, "retries": "oops"}) == []

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry.consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
 from serverless_retry_tools.local.demo_queues import receive_all
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.schedules import parse_at
@@ -86,9 +86,10 @@ class Fifo:
         if isinstance(record, dict) and "message" in record:
             now = self.runtime.clock.now()
             # The consumer writes one line per batch for the retries it planned: one Line per retry.
-            retries = record.pop("retries", None) if record["message"] == RETRIES_PLANNED else None
+            retries = retry_log_entries(record) if record["message"] == RETRIES_PLANNED else None
+            record.pop("retries", None)
             with self._lock:
-                if isinstance(retries, list):
+                if retries is not None:
                     self.lines.extend(Line(now, {**record, **entry}) for entry in retries)
                 else:
                     self.lines.append(Line(now, record))

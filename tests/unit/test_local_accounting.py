@@ -57,6 +57,21 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
                     {"retry_id": "m5", "attempt": 1, "transport": "visibility"},
                 ],
             ),
+            # The grouped line: one group per decision, each message's delay by its id.
+            _log(
+                RETRIES_PLANNED,
+                count=2,
+                retries=[
+                    {
+                        "error_type": "TimeoutError",
+                        "error": "t",
+                        "attempt": 2,
+                        "transport": "sqs-hops",
+                        "delays": {"c7": 30, "c8": 30},
+                        "retry_ids": {"c7": "m7"},
+                    }
+                ],
+            ),
             # One line per retry, as earlier versions wrote: still read.
             _log("processing failed; retry planned", retry_id="m1", attempt=2, transport="scheduler"),
             _log("order accepted", id="m1", attempt=3, order_id="o-1"),
@@ -68,7 +83,12 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
         ]
     )
     assert evidence.successes == {"m1": [3], "m2": [1]}
-    assert evidence.retries == {"m1": {1: "sqs-delay", 2: "scheduler"}, "m5": {1: "visibility"}}
+    assert evidence.retries == {
+        "m1": {1: "sqs-delay", 2: "scheduler"},
+        "m5": {1: "visibility"},
+        "m7": {2: "sqs-hops"},
+        "c8": {2: "sqs-hops"},
+    }
     assert evidence.emf_processed == 3
     assert evidence.emf["RetryScheduled"] == 1
 

@@ -18,6 +18,8 @@ from serverless_retry.policy import (
     Decision,
     RetryPolicy,
     Rule,
+    http_status_of,
+    retry_after_hint,
     retry_after_seconds,
 )
 
@@ -574,3 +576,65 @@ def test_hostile_exceptions_do_not_break_deciding() -> None:
 )
 def test_retry_after_seconds(value: Any, expected: float | None) -> None:
     assert retry_after_seconds(value, NOW) == expected
+
+
+class _Slotted(Exception):
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        super().__init__("slotted")
+        self.status = 502
+
+
+class _ClassLevel(Exception):
+    status_code = 503
+
+
+class _Property(Exception):
+    @property
+    def retry_after(self) -> int:
+        return 7
+
+
+class _Raising(Exception):
+    @property
+    def status(self) -> int:
+        raise RuntimeError("no status")
+
+
+class _Dynamic(Exception):
+    def __getattr__(self, name: str) -> object:
+        return 418 if name == "status" else None
+
+
+class _HeldResponse:
+    status_code = 429
+    headers = {"retry-after": "12"}
+
+
+def _with_instance_attributes() -> Exception:
+    error = Exception("plain")
+    error.response = _HeldResponse()  # type: ignore[attr-defined]
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "hint"),
+    [
+        (_Slotted(), 502, None),
+        (_ClassLevel(), 503, None),
+        (_Property(), None, 7),
+        (_Raising(), None, None),
+        (_Dynamic(), 418, None),
+        (_with_instance_attributes(), 429, "12"),
+        (HttpError(503, retry_after=30), 503, 30),
+        (RetryableError("busy"), None, None),
+        (ValueError("plain"), None, None),
+    ],
+)
+def test_errors_are_read_as_getattr_reads_them(error: Exception, status: int | None, hint: object) -> None:
+    """The decision reads an error's status and Retry-After from its instance dict when its class
+    defines none of those names; classes that do (slots, class attributes, properties, __getattr__)
+    are read through getattr, as before."""
+    assert http_status_of(error) == status
+    assert retry_after_hint(error) == hint

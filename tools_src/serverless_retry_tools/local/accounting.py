@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_retry.consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
 from serverless_retry.terminal import read_terminal
 
 __all__ = [
@@ -78,12 +78,15 @@ def json_records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 
 
 def retry_entries(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The retry decisions of one consumer log record: each entry of a batch's ``retries`` list (the
-    line the consumer writes, ``serverless_retry.consumer.RETRIES_PLANNED``), or the record itself
-    (one line per retry, as earlier versions wrote)."""
+    """The retry decisions of one consumer log record, one per retried message: from a batch's
+    ``retries`` groups (the line the consumer writes, ``serverless_retry.consumer.RETRIES_PLANNED``;
+    ``retry_log_entries`` reads it), from a list of one entry per message (0.2.0's line), or the
+    record itself (one line per retry, as earlier versions wrote)."""
     retries = record.get("retries")
     if isinstance(retries, list):
-        return [entry for entry in retries if isinstance(entry, Mapping)]
+        grouped: list[Mapping[str, Any]] = list(retry_log_entries(record))
+        flat = [e for e in retries if isinstance(e, Mapping) and not isinstance(e.get("delays"), Mapping)]
+        return grouped + flat
     return [record]
 
 
