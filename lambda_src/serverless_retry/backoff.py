@@ -10,6 +10,7 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, Protocol, TypeVar, cast, get_args
 
 from serverless_retry.errors import PolicyError
@@ -177,6 +178,11 @@ class Backoff:
     def to_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in _BACKOFF_FIELDS}
 
+    @cached_property
+    def described(self) -> str:
+        """How its delays are drawn, as a decision's reason says it."""
+        return f"{self.strategy} backoff, jitter {self.jitter}"
+
     def base_delay(self, retry_number: int) -> float:
         """The un-jittered delay before retry ``retry_number`` (1 = the first retry), capped."""
         if retry_number < 1:
@@ -256,11 +262,16 @@ class KeyedUniform:
 
     def uniform(self, a: float, b: float) -> float:
         draws = self._draws
-        salt = _SALTS[draws] if draws < len(_SALTS) else draws.to_bytes(16, "big")
-        digest = hashlib.blake2b(self._key, digest_size=7, salt=salt).digest()
+        if draws < len(_HASHES):  # the same hash as below, from a hasher salted once: no argument parsing
+            hasher = _HASHES[draws].copy()
+            hasher.update(self._key)
+        else:
+            hasher = hashlib.blake2b(self._key, digest_size=7, salt=draws.to_bytes(16, "big"))
         self._draws = draws + 1
-        return a + (b - a) * (int.from_bytes(digest, "big") / _UNIT)
+        return a + (b - a) * (int.from_bytes(hasher.digest(), "big") / _UNIT)
 
 
-_SALTS = tuple(n.to_bytes(16, "big") for n in range(4))  # a backoff draws once
+_HASHES = tuple(
+    hashlib.blake2b(digest_size=7, salt=n.to_bytes(16, "big")) for n in range(4)
+)  # one draw a backoff
 _UNIT = float(1 << 56)

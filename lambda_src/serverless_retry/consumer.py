@@ -34,11 +34,12 @@ Powertools for logging, metrics and (optionally) the processor's idempotency.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
@@ -49,6 +50,7 @@ from serverless_retry.backoff import json_kind
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
+    NO_ATTRIBUTES,
     Delivery,
     Outgoing,
     ScheduledRetry,
@@ -119,8 +121,13 @@ TRACEBACK_CHARS = 2_000
 LOG_ERROR_CHARS = 256
 # The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
 # messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
-# of its messages' delays. The final copies keep a line each.
+# of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
+# are disabled). The final copies keep a line each.
 RETRIES_PLANNED = "processing failed; retries planned"
+# A datetime never read: decision_time ignores the clock for a record that carries its own time.
+_UNREAD = datetime.min
+# The Powertools Logger's own format keys: not copied onto the metrics line that carries the retries.
+_LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
 
 
 class RetryLogGroup(TypedDict, total=False):
@@ -191,6 +198,8 @@ class BatchResponse(TypedDict):
 class BatchResult:
     failed_ids: list[str]  # record message ids for batchItemFailures, in record order
     counts: BatchCounts
+    retries: list[RetryLogGroup] = field(default_factory=list)  # the RETRIES_PLANNED groups
+    retried: int = 0  # messages in them
 
     def response(self) -> BatchResponse:
         return {"batchItemFailures": [{"itemIdentifier": i} for i in self.failed_ids]}
@@ -237,7 +246,7 @@ class _Plan:
     def log_retry(
         self, message_id: str, retry_id: str, attempt: int, error: BaseException, decision: Decision
     ) -> None:
-        error_type = _type_name(error)
+        error_type = type(error).__name__
         text = _error_text(error)
         key = (error_type, text, attempt, decision.transport)
         group = self.retry_groups.get(key)
@@ -412,11 +421,38 @@ class RetryingConsumer:
         if context is not None and isinstance(self.processor, IdempotentProcessor):
             self.processor.register_lambda_context(context)
         result = self.process_batch(records)
+        decisions = self._decisions(result.retries, result.retried)
         try:
-            self.metrics.publish(result.counts)
+            # The retries' decisions ride on the batch's metrics line (EMF keeps properties that are
+            # not metrics as log fields, searchable like any log line): a Powertools line of their own
+            # cost more than all the rest of a batch of retries. Without metrics they get that line.
+            self.metrics.publish(result.counts, decisions if not self.metrics.disabled else None)
         except Exception:  # metrics must never turn a settled batch into a failed invocation
             self.logger.exception("publishing metrics failed")
+            self._log_retries(result.retries, result.retried)
+        else:
+            if self.metrics.disabled:
+                self._log_retries(result.retries, result.retried)
         return result.response()
+
+    def _decisions(self, retries: list[RetryLogGroup], retried: int) -> dict[str, object] | None:
+        """The RETRIES_PLANNED fields for the batch's metrics line, with the logger's own keys (the
+        request id, cold start, keys a processor appended); None without retries or below INFO."""
+        if not retries or self.logger.log_level > logging.INFO:  # e.g. POWERTOOLS_LOG_LEVEL=WARNING
+            return None
+        fields: dict[str, object] = {
+            key: value
+            for key, value in self.logger.get_current_keys().items()
+            if value is not None
+            and key not in _LOGGER_FORMAT_KEYS
+            and not (isinstance(value, str) and "%(" in value)
+        }
+        fields.update(level="INFO", message=RETRIES_PLANNED, count=retried, retries=retries)
+        return fields
+
+    def _log_retries(self, retries: list[RetryLogGroup], retried: int) -> None:
+        if retries:
+            self.logger.info(RETRIES_PLANNED, extra={"retries": retries, "count": retried})
 
     # -- the batch --------------------------------------------------------------------------------------
     def process_batch(self, records: Iterable[Mapping[str, Any]]) -> BatchResult:
@@ -468,16 +504,16 @@ class RetryingConsumer:
         counts.processed = processed
         if plan is None:
             return BatchResult([], counts)
-        if plan.retries:
-            # One line for the batch, not one per record: a Powertools line costs more than deciding
-            # and enveloping a retry. Every retried message's decision is in it, in record order.
-            self.logger.info(RETRIES_PLANNED, extra={"retries": plan.retries, "count": plan.retried})
         self._deliver(plan, counts)
         if plan.unidentified:
-            self._unidentified_unsent(plan, records)
+            try:
+                self._unidentified_unsent(plan, records)
+            except BaseException:  # the invocation fails: the batch's metrics line never comes
+                self._log_retries(plan.retries, plan.retried)
+                raise
         if plan.claimed:
             self._finish_claims(plan)
-        return BatchResult(_in_record_order(records, plan.failed), counts)
+        return BatchResult(_in_record_order(records, plan.failed), counts, plan.retries, plan.retried)
 
     def _record(
         self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any], blocked: dict[str, datetime | None]
@@ -963,7 +999,12 @@ class RetryingConsumer:
         incoming: Incoming,
         error: BaseException,
     ) -> Step:
-        now = decision_time(facts, self.clock.now(), in_place=self._in_place, incoming=incoming)
+        in_place = self._in_place
+        # The clock is read only when the record carries no time of its own to decide at.
+        clock_now = (
+            self.clock.now() if in_place or (facts.first_received_at or facts.sent_at) is None else _UNREAD
+        )
+        now = decision_time(facts, clock_now, in_place=in_place, incoming=incoming)
         step = plan_failure(self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed)
         message_id: str = record["messageId"]
         context = incoming.context
@@ -998,9 +1039,11 @@ class RetryingConsumer:
                 Outgoing(
                     message_id,
                     step.body,
-                    delay_seconds=step.delay_seconds,
-                    due_at=step.due_at,
-                    group_id=facts.group_id,
+                    NO_ATTRIBUTES,
+                    step.delay_seconds,
+                    facts.group_id,
+                    None,
+                    step.due_at,
                 )
             )
             plan.labels[message_id] = "sqs-delay"

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "NO_ATTRIBUTES",
     "SCHEDULE_MIN_LEAD_SECONDS",
     "SCHEDULE_RETRY_POLICY",
     "Delivery",
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 SQS_BATCH_MAX_ENTRIES = 10
+_ENTRY_IDS = tuple(str(i) for i in range(SQS_BATCH_MAX_ENTRIES))
 # A SendMessageBatch's bodies together may not exceed the service's message size limit (256 KiB
 # before 2025, 1 MiB since); a queue configured above 256 KiB implies the larger limit.
 _LEGACY_BATCH_BYTES = 262_144
@@ -83,7 +85,7 @@ _REFUSALS = frozenset(
 
 
 ScheduleResult = Literal["scheduled", "refused", "failed"]
-_NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})
+NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})  # an Outgoing without any
 
 # The messages below are NamedTuples, not frozen dataclasses: as immutable, but a frozen dataclass
 # costs about 0.6 ms to define (at every cold start) and sets each field through object.__setattr__
@@ -95,7 +97,7 @@ class Outgoing(NamedTuple):
 
     key: str
     body: str
-    attributes: Mapping[str, MessageAttribute] = _NO_ATTRIBUTES
+    attributes: Mapping[str, MessageAttribute] = NO_ATTRIBUTES
     delay_seconds: int = 0  # logical seconds; the most DelaySeconds may be (never above 900)
     # FIFO: the message group. Standard queue: the producer's MessageGroupId (a fair queue's tenant),
     # kept so that one tenant's retries are not delivered ahead of the other tenants' messages.
@@ -174,7 +176,13 @@ class Delivery:
         chunk: list[Outgoing] = []
         size = 0
         for message in messages:
-            n = sqs_message_size(message.body, message.attributes)
+            body = message.body
+            # an ASCII body without attributes is as many bytes as characters (the usual copy)
+            n = (
+                len(body)
+                if not message.attributes and body.isascii()
+                else sqs_message_size(body, message.attributes)
+            )
             if chunk and (len(chunk) == SQS_BATCH_MAX_ENTRIES or size + n > self._batch_bytes):
                 yield chunk
                 chunk, size = [], 0
@@ -192,7 +200,7 @@ class Delivery:
         # Read at each call, retries included: the delay is what is left until due when SQS gets it.
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
-            entry: SendMessageBatchRequestEntryTypeDef = {"Id": str(i), "MessageBody": message.body}
+            entry: SendMessageBatchRequestEntryTypeDef = {"Id": _ENTRY_IDS[i], "MessageBody": message.body}
             if not fifo:  # a FIFO queue refuses a per-message delay
                 delay = send_delay(message, now)
                 if delay:

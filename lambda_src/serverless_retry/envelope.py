@@ -581,7 +581,7 @@ def encode_next_envelope(
     entry = (
         f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},'
         f'"error":{_json_str(_cut(error_text(error), ERROR_TEXT_LIMIT))},'
-        f'"error_type":{_json_str(sqs_text(type(error).__name__))},'
+        f'"error_type":{_type_json(type(error))},'
         f'"transport":{_json_str(decision.transport or "")}}}'
     )
     earlier = context.history[-(HISTORY_LIMIT - 1) :]  # with this entry, the last HISTORY_LIMIT
@@ -594,6 +594,22 @@ def encode_next_envelope(
         f'"first_failed_at":"{first}","history":[{history}],"id":{_json_str(context.id)},'
         f'"source":{_json_str(context.source)},"v":{VERSION}}}}}'
     )
+
+
+def _type_json(kind: type) -> str:
+    # the error type's JSON text, by class: a batch's failures raise a handful of types
+    try:
+        text = _TYPE_JSON.get(kind)
+    except TypeError:  # a class whose metaclass makes it unhashable
+        return _json_str(sqs_text(kind.__name__))
+    if text is None:
+        if len(_TYPE_JSON) >= 256:
+            _TYPE_JSON.clear()
+        text = _TYPE_JSON[kind] = _json_str(sqs_text(kind.__name__))
+    return text
+
+
+_TYPE_JSON: dict[type, str] = {}
 
 
 def _number(value: int) -> str:

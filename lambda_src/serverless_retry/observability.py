@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger
@@ -146,8 +147,38 @@ class ConsumerMetrics:
                 out.append(self._shape(("RetryScheduled",), transport).render(now_ms, (float(value),)))
         return out
 
-    def publish(self, counts: BatchCounts) -> None:
+    def publish(self, counts: BatchCounts, fields: Mapping[str, object] | None = None) -> None:
+        """Write the batch's EMF lines; ``fields`` (log fields that are not metrics, such as the
+        batch's retry decisions) go on the first, the Processed line."""
         if self.disabled:
             return
-        for line in self.lines(counts):
+        lines = self.lines(counts)
+        if fields:
+            # never a field named like a metric or a dimension: JSON's last duplicate key would win
+            kept = {k: v for k, v in fields.items() if k not in _EMF_KEYS}
+            if kept:
+                lines[0] = f"{lines[0][:-1]},{_ENCODE(kept)[1:]}"
+        for line in lines:
             print(line)
+
+
+_EMF_KEYS = frozenset(
+    {
+        "_aws",
+        "service",
+        "transport",
+        "Processed",
+        "Exhausted",
+        "NonRetryable",
+        "InvalidEnvelope",
+        "DeliveryFailed",
+        "DuplicateDropped",
+        "Redelayed",
+        "SchedulerFallback",
+        "WrongSource",
+        "ClaimsUnavailable",
+        "RetryScheduled",
+    }
+)
+# json.dumps with arguments builds a new encoder on every call: one, made once.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from serverless_retry.backoff import (
     MAX_ATTEMPTS_LIMIT,
@@ -215,6 +215,18 @@ class Rule:
         return "; ".join(parts)
 
 
+class _Prefix(NamedTuple):
+    rule_index: int | None  # the matching rule's index
+    rule: Rule | None
+    refusal: str | None  # why no attempt can succeed (non-retryable), or None
+    max_attempts: int
+    backoff: Backoff
+    honour: bool  # a Retry-After hint sets the delay
+
+
+_UNKNOWN: Any = object()
+
+
 class Decision(NamedTuple):
     """What to do with a failure. A NamedTuple, not a frozen dataclass: one is made per failed record,
     and a frozen dataclass sets each of its fields through object.__setattr__."""
@@ -239,6 +251,10 @@ class RetryPolicy:
     honor_retry_after: bool = True  # for errors no rule matched (e.g. a bare RetryableError(retry_after=))
     # error class → the rules its errors may match (_candidates): every failed record is matched
     _by_class: dict[type, tuple[tuple[int, Rule, bool], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    # error class → its _prefix, for errors that carry nothing else (None: its text may decide)
+    _by_class_prefix: dict[type, _Prefix | None] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
 
@@ -342,6 +358,46 @@ class RetryPolicy:
                     return index, rule
         return None
 
+    def _prefix(self, error: BaseException) -> _Prefix:
+        """What decides a failure before its attempt and time: the matching rule, a refusal (the
+        non-retryable reason), the attempt budget, the backoff, whether a Retry-After is honoured."""
+        error_type = type(error).__name__
+        if isinstance(error, NonRetryableError):
+            refusal = f"{error_type}: the processor says no attempt can succeed"
+            return _Prefix(None, None, refusal, self.max_attempts, self.backoff, False)
+        matched = self.match(error)
+        if matched is None:
+            if self.unmatched == "dead-letter" and not isinstance(error, RetryableError | HttpError):
+                refusal = f"no rule matches {error_type} and unmatched is dead-letter"
+                return _Prefix(None, None, refusal, self.max_attempts, self.backoff, False)
+            return _Prefix(None, None, None, self.max_attempts, self.backoff, self.honor_retry_after)
+        index, rule = matched
+        if not rule.retry:
+            refusal = f"rules[{index}] ({rule.describe()}) says retry: false"
+            return _Prefix(index, rule, refusal, self.max_attempts, self.backoff, False)
+        return _Prefix(
+            index,
+            rule,
+            None,
+            self.max_attempts if rule.max_attempts is None else rule.max_attempts,
+            self.backoff if rule.backoff is None else rule.backoff,
+            rule.honor_retry_after,
+        )
+
+    def _class_prefix(self, error: BaseException) -> _Prefix | None:
+        """``_prefix`` for an error that carries nothing but its class (and text, when no rule that
+        could match it reads the text): the same for every such error of the class. None otherwise."""
+        kind = type(error)
+        prefix: _Prefix | None = self._by_class_prefix.get(kind, _UNKNOWN)
+        if prefix is _UNKNOWN:
+            by_text = any(
+                rule._pattern is not None for _, rule, by_class in self._candidates(error) if not by_class
+            )
+            prefix = None if by_text else self._prefix(error)
+            if len(self._by_class_prefix) < _TYPE_NAMES_KEPT:
+                self._by_class_prefix[kind] = prefix
+        return prefix
+
     def _candidates(self, error: BaseException) -> tuple[tuple[int, Rule, bool], ...]:
         """The rules an error of this class may match, in order, up to the first its class matches
         (True: matched by class); the others match by status or text, if at all."""
@@ -382,28 +438,15 @@ class RetryPolicy:
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         error_type = type(error).__name__
-        if isinstance(error, NonRetryableError):
-            reason = f"{error_type}: the processor says no attempt can succeed"
-            return Decision("non-retryable", 0, None, attempt, None, reason, error_type)
-        matched = self.match(error)
-        index: int | None
-        rule: Rule | None
-        if matched is not None:
-            index, rule = matched
-            if not rule.retry:
-                reason = f"rules[{index}] ({rule.describe()}) says retry: false"
-                return Decision("non-retryable", 0, None, attempt, index, reason, error_type)
-            max_attempts = self.max_attempts if rule.max_attempts is None else rule.max_attempts
-            backoff = self.backoff if rule.backoff is None else rule.backoff
-            honour = rule.honor_retry_after
-        else:
-            index = rule = None
-            if self.unmatched == "dead-letter" and not isinstance(error, RetryableError | HttpError):
-                reason = f"no rule matches {error_type} and unmatched is dead-letter"
-                return Decision("non-retryable", 0, None, attempt, None, reason, error_type)
-            max_attempts = self.max_attempts
-            backoff = self.backoff
-            honour = self.honor_retry_after
+        # What the error's class and contents decide (which rule, whether it may retry, the budget and
+        # the backoff): remembered per class for errors that carry nothing else the rules read.
+        prefix = self._class_prefix(error) if _carries_nothing(error) else None
+        hinted_by = error if prefix is None else None  # a Retry-After hint needs a carried attribute
+        if prefix is None:
+            prefix = self._prefix(error)
+        index, rule, refusal, max_attempts, backoff, honour = prefix
+        if refusal is not None:
+            return Decision("non-retryable", 0, None, attempt, index, refusal, error_type)
 
         if attempt >= max_attempts:
             where = f" (rules[{index}])" if rule is not None and rule.max_attempts is not None else ""
@@ -416,10 +459,10 @@ class RetryPolicy:
                 return Decision("exhausted", 0, None, attempt, index, reason, error_type)
 
         delay = backoff.delay(attempt, rand, previous_delay)
-        hint = retry_after_hint(error) if honour else None
+        hint = retry_after_hint(hinted_by) if honour and hinted_by is not None else None
         hinted = None if hint is None else retry_after_seconds(hint, now)
         if hinted is None:
-            why = f"{backoff.strategy} backoff, jitter {backoff.jitter}"
+            why = backoff.described
         else:
             delay = min(max(hinted, 0.0), float(backoff.max_seconds))
             why = f"Retry-After {fmt(hinted)} s, capped at {fmt(backoff.max_seconds)} s"
@@ -459,9 +502,13 @@ _ERROR_ATTRIBUTES = frozenset({"status", "status_code", "response", "retry_after
 _PLAIN_CLASSES: dict[type, bool] = {}
 
 
-def _error_getter(error: BaseException) -> Callable[[str], object]:
+def _plain_fields(error: BaseException) -> dict[str, object] | None:
+    """The error's instance dict when its class is plain (above), else None."""
     kind = type(error)
-    plain = _PLAIN_CLASSES.get(kind)
+    try:
+        plain = _PLAIN_CLASSES.get(kind)
+    except TypeError:  # a class whose metaclass makes it unhashable
+        return None
     if plain is None:
         plain = (
             kind.__getattribute__ is BaseException.__getattribute__
@@ -471,9 +518,29 @@ def _error_getter(error: BaseException) -> Callable[[str], object]:
         if len(_PLAIN_CLASSES) < _TYPE_NAMES_KEPT:
             _PLAIN_CLASSES[kind] = plain
     fields = getattr(error, "__dict__", None) if plain else None
-    if type(fields) is dict:
+    return fields if type(fields) is dict else None
+
+
+def _error_getter(error: BaseException) -> Callable[[str], object]:
+    fields = _plain_fields(error)
+    if fields is not None:
         return fields.get
     return lambda name: _safe_attr(error, name)
+
+
+def _carries_nothing(error: BaseException) -> bool:
+    """Whether the error carries none of the attributes decisions read (a plain class, and none of
+    them set on the instance): then its class alone decides which rule matches and how."""
+    fields = _plain_fields(error)
+    if fields is None:
+        return False
+    get = fields.get  # (unrolled: a generator over _ERROR_ATTRIBUTES costs more than the four reads)
+    return (
+        get("status") is None
+        and get("status_code") is None
+        and get("response") is None
+        and (get("retry_after") is None)
+    )
 
 
 def _safe_str(error: BaseException) -> str:

@@ -531,3 +531,25 @@ def test_unmatched_dead_letter_rule_and_http_status_rules(stack: Stack, clock: F
     [final] = stack.receive(stack.exhausted_url)
     meta = envelope_of(final["Body"])["serverless_retry"]
     assert (meta["outcome"], meta["id"], meta["final_error"]["type"]) == ("non-retryable", "bug", "KeyError")
+
+
+def test_fields_ride_on_the_first_emf_line_and_never_replace_a_metric(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    counts = BatchCounts(processed=1)
+    counts.retry_scheduled["sqs-delay"] = 2
+    metrics = ConsumerMetrics("NS", "svc")
+    bare = [json.loads(line) for line in metrics.lines(counts)]
+    capsys.readouterr()
+
+    metrics.publish(
+        counts,
+        {"message": "m", "retries": [{"delays": {"a": 1}}], "Processed": "x", "service": "y", "_aws": 0},
+    )
+
+    main, per_transport = emf_lines(capsys.readouterr().out)
+    for line in (main, per_transport, *bare):
+        line["_aws"].pop("Timestamp")
+    # The metrics line is Powertools' document plus the fields that name no metric or dimension.
+    assert main == {**bare[0], "message": "m", "retries": [{"delays": {"a": 1}}]}
+    assert per_transport == bare[1]

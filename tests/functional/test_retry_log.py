@@ -9,10 +9,12 @@ import json
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Logger
 from serverless_retry.clock import FrozenClock
 from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
 from serverless_retry.errors import NonRetryableError, RetryableError
 from serverless_retry.message import Message
+from serverless_retry.testing import lambda_context
 
 from .conftest import Stack, event_from, failure_ids, make_consumer
 
@@ -185,3 +187,88 @@ def test_reading_the_line_skips_what_is_malformed() -> None:
         }
     ]
     assert retry_log_entries({"message": RETRIES_PLANNED, "retries": "oops"}) == []
+
+
+def _send_busy(stack: Stack, n: int = 2) -> list[dict[str, Any]]:
+    for i in range(n):
+        stack.sqs.send_message(
+            QueueUrl=stack.queue_url, MessageBody=json.dumps({"n": i, "behaviour": "busy"})
+        )
+    received = stack.receive(stack.queue_url)
+    assert len(received) == n
+    return received
+
+
+def test_the_decisions_ride_on_the_batch_metrics_line_with_the_logger_keys(
+    stack: Stack, clock: FrozenClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line per batch carries the metrics and the decisions: EMF keeps what is not a metric as
+    log fields. The logger's own keys (the request id after inject_lambda_context, keys a processor
+    appended) come along; none may overwrite a metric or dimension."""
+    logger = Logger(service="orders-keys-test")  # a logger of its own: appended keys stay with it
+    logger.append_keys(tenant="acme", Processed="not a metric")
+    consumer = make_consumer(stack, process, POLICY, clock, logger=logger)
+    handler = logger.inject_lambda_context(consumer)
+    received = _send_busy(stack)
+    capsys.readouterr()
+
+    context = lambda_context("orders")
+    assert failure_ids(handler(event_from(received, stack.queue_arn), context)) == []
+
+    lines = _json_lines(capsys.readouterr().out)
+    (line,) = [line for line in lines if line.get("message") == RETRIES_PLANNED]
+    assert "_aws" in line  # the metrics line itself
+    names = [m["Name"] for d in line["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
+    assert names == ["Processed"]
+    assert line["Processed"] == [0.0]  # not the appended key of that name
+    assert line["level"] == "INFO"
+    assert line["tenant"] == "acme"
+    assert line["function_request_id"] == context.aws_request_id
+    assert line["count"] == 2
+    assert [list(g["delays"]) for g in line["retries"]] == [[m["MessageId"] for m in received]]
+    # and no second line with them
+    assert sum(1 for line in lines if "retries" in line) == 1
+
+
+@pytest.mark.parametrize("why", ["metrics disabled", "metrics failed"])
+def test_without_a_metrics_line_the_decisions_get_a_logger_line(
+    stack: Stack,
+    clock: FrozenClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    why: str,
+) -> None:
+    consumer = make_consumer(stack, process, POLICY, clock)
+    if why == "metrics disabled":
+        consumer.metrics.disabled = True
+    else:
+
+        def broken(*_: object, **__: object) -> None:
+            raise OSError("stdout closed")
+
+        monkeypatch.setattr(consumer.metrics, "publish", broken)
+    received = _send_busy(stack)
+    capsys.readouterr()
+
+    assert failure_ids(consumer(event_from(received, stack.queue_arn))) == []
+
+    lines = _json_lines(capsys.readouterr().out)
+    (line,) = [line for line in lines if line.get("message") == RETRIES_PLANNED]
+    assert "_aws" not in line
+    assert line["level"] == "INFO"
+    entries = retry_log_entries(line)
+    assert [e["message_id"] for e in entries] == [m["MessageId"] for m in received]
+    assert all(e["transport"] == "sqs-delay" and e["attempt"] == 1 for e in entries)
+
+
+def test_below_info_the_decisions_are_not_written(
+    stack: Stack, clock: FrozenClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logger = Logger(service="orders-quiet-test", level="WARNING")
+    consumer = make_consumer(stack, process, POLICY, clock, logger=logger)
+    received = _send_busy(stack)
+    capsys.readouterr()
+    assert failure_ids(consumer(event_from(received, stack.queue_arn))) == []
+    lines = _json_lines(capsys.readouterr().out)
+    assert not [line for line in lines if "retries" in line]
+    assert [line for line in lines if "_aws" in line]  # the metrics still are

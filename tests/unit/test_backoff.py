@@ -162,3 +162,19 @@ def test_direct_construction_is_validated_too() -> None:
     assert info.value.field == "max_seconds"
     with pytest.raises(PolicyError):
         Backoff(jitter="loud")  # type: ignore[arg-type]
+
+
+def test_keyed_uniform_draws_are_keyed_blake2b_and_the_same_every_time() -> None:
+    """The jitter a record gets is a function of its key alone: draw n is BLAKE2b-56 of the key with
+    the 16-byte big-endian n as salt, scaled into [a, b); the first draws use pre-salted hashers."""
+    import hashlib
+
+    from serverless_retry.backoff import KeyedUniform
+
+    first, again = KeyedUniform("0:m-1:3"), KeyedUniform("0:m-1:3")
+    for n in range(7):  # past the pre-salted draws
+        digest = hashlib.blake2b(b"0:m-1:3", digest_size=7, salt=n.to_bytes(16, "big")).digest()
+        expected = 10 + 20 * (int.from_bytes(digest, "big") / float(1 << 56))
+        assert first.uniform(10, 30) == again.uniform(10, 30) == expected
+        assert 10 <= expected < 30
+    assert KeyedUniform("0:m-2:3").uniform(0, 1) != KeyedUniform("0:m-1:3").uniform(0, 1)

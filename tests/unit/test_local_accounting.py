@@ -77,6 +77,23 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
             _log("order accepted", id="m1", attempt=3, order_id="o-1"),
             _log("order accepted", id="m2", attempt=1),
             _emf(Processed=2, RetryScheduled=1),
+            # A batch's metrics line carrying its retries (the consumer's usual line for them).
+            json.dumps(
+                {
+                    **json.loads(_emf(Processed=0)),
+                    "message": RETRIES_PLANNED,
+                    "count": 1,
+                    "retries": [
+                        {
+                            "error_type": "E",
+                            "error": "",
+                            "attempt": 1,
+                            "transport": "sqs-delay",
+                            "delays": {"m9": 5},
+                        }
+                    ],
+                }
+            ),
             _emf(Processed=[1.0]),
             "{not json",
             "[1, 2]",
@@ -88,6 +105,7 @@ def test_log_lines_give_successes_retries_and_emf_counts() -> None:
         "m5": {1: "visibility"},
         "m7": {2: "sqs-hops"},
         "c8": {2: "sqs-hops"},
+        "m9": {1: "sqs-delay"},
     }
     assert evidence.emf_processed == 3
     assert evidence.emf["RetryScheduled"] == 1

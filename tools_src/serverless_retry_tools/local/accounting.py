@@ -106,7 +106,8 @@ def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
                     values = value if isinstance(value, list) else [value]
                     if isinstance(name, str):
                         evidence.emf[name] += int(sum(v for v in values if isinstance(v, int | float)))
-            continue
+            if record.get("message") != RETRIES_PLANNED:  # a batch's metrics line may carry its retries
+                continue
         message = record.get("message")
         if message == SUCCESS_MESSAGE and isinstance(record.get("id"), str):
             attempt = record.get("attempt")
