@@ -179,6 +179,10 @@ class Backoff:
         return {name: getattr(self, name) for name in _BACKOFF_FIELDS}
 
     @cached_property
+    def _curve(self) -> dict[int, float]:
+        return {}
+
+    @cached_property
     def described(self) -> str:
         """How its delays are drawn, as a decision's reason says it."""
         return f"{self.strategy} backoff, jitter {self.jitter}"
@@ -218,7 +222,12 @@ class Backoff:
                 previous = float(previous_delay)
             value = rand.uniform(base, max(base, 3 * previous))
         else:
-            d = self.base_delay(retry_number)
+            curve = self._curve
+            d = curve.get(retry_number)
+            if d is None:  # a policy's retries draw from a few points of its curve: remembered
+                if len(curve) >= 1024:
+                    curve.clear()
+                d = curve[retry_number] = self.base_delay(retry_number)
             if self.jitter == "full":
                 value = rand.uniform(0, d)
             elif self.jitter == "equal":
