@@ -579,9 +579,7 @@ def encode_next_envelope(
     context = incoming.context
     at = format_time(now)
     entry = (
-        f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},'
-        f'"error":{_json_str(_cut(error_text(error), ERROR_TEXT_LIMIT))},'
-        f'"error_type":{_type_json(type(error))},'
+        f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},{_error_json(error)},'
         f'"transport":{_json_str(decision.transport or "")}}}'
     )
     earlier = context.history[-(HISTORY_LIMIT - 1) :]  # with this entry, the last HISTORY_LIMIT
@@ -596,20 +594,28 @@ def encode_next_envelope(
     )
 
 
-def _type_json(kind: type) -> str:
-    # the error type's JSON text, by class: a batch's failures raise a handful of types
+def _error_json(error: BaseException) -> str:
+    """The history entry's ``"error":...,"error_type":...`` for this error; remembered by class and
+    text, as a batch's failures mostly repeat one error."""
+    kind = type(error)
+    text = error_text(error)
     try:
-        text = _TYPE_JSON.get(kind)
+        fragment = _ERROR_JSON.get((kind, text))
     except TypeError:  # a class whose metaclass makes it unhashable
-        return _json_str(sqs_text(kind.__name__))
-    if text is None:
-        if len(_TYPE_JSON) >= 256:
-            _TYPE_JSON.clear()
-        text = _TYPE_JSON[kind] = _json_str(sqs_text(kind.__name__))
-    return text
+        fragment = None
+    if fragment is None:
+        fragment = f'"error":{_json_str(_cut(text, ERROR_TEXT_LIMIT))},"error_type":{_json_str(sqs_text(kind.__name__))}'
+        if len(text) <= ERROR_TEXT_LIMIT:  # (long texts are rarely repeated: not kept)
+            try:
+                if len(_ERROR_JSON) >= 256:
+                    _ERROR_JSON.clear()
+                _ERROR_JSON[kind, text] = fragment
+            except TypeError:
+                pass
+    return fragment
 
 
-_TYPE_JSON: dict[type, str] = {}
+_ERROR_JSON: dict[tuple[type, str], str] = {}
 
 
 def _number(value: int) -> str:
@@ -700,6 +706,8 @@ def sqs_message_size(body: str, attributes: Mapping[str, MessageAttribute] | Non
 
 
 def fits(body: str, max_bytes: int, attributes: Mapping[str, MessageAttribute] | None = None) -> bool:
+    if not attributes and body.isascii():  # every retry copy is checked: the common case, directly
+        return len(body) <= max_bytes
     return sqs_message_size(body, attributes) <= max_bytes
 
 

@@ -123,14 +123,18 @@ class RecordFacts(NamedTuple):
             receive_count = 1
         group = attributes.get("MessageGroupId")
         message_id = record.get("messageId", "")
+        sent, first = attributes.get("SentTimestamp"), attributes.get("ApproximateFirstReceiveTimestamp")
+        # (_millis's cache read first, here: a batch's records mostly share their times)
+        sent_at = _MOMENTS.get(sent) if type(sent) is str else None
+        first_at = _MOMENTS.get(first) if type(first) is str else None
         # Positional: one is made per failed record, and keywords cost a NamedTuple a third more.
         return tuple.__new__(
             cls,
             (
                 message_id if type(message_id) is str else str(message_id),
                 receive_count,
-                _millis(attributes.get("SentTimestamp")),
-                _millis(attributes.get("ApproximateFirstReceiveTimestamp")),
+                _millis(sent) if sent_at is None else sent_at,
+                _millis(first) if first_at is None else first_at,
                 str(group) if group else None,
             ),
         )

@@ -387,6 +387,8 @@ class RetryPolicy:
     def _class_prefix(self, error: BaseException) -> _Prefix | None:
         """``_prefix`` for an error that carries nothing but its class (and text, when no rule that
         could match it reads the text): the same for every such error of the class. None otherwise."""
+        if not _carries_nothing(error):
+            return None
         kind = type(error)
         prefix: _Prefix | None = self._by_class_prefix.get(kind, _UNKNOWN)
         if prefix is _UNKNOWN:
@@ -440,7 +442,7 @@ class RetryPolicy:
         error_type = type(error).__name__
         # What the error's class and contents decide (which rule, whether it may retry, the budget and
         # the backoff): remembered per class for errors that carry nothing else the rules read.
-        prefix = self._class_prefix(error) if _carries_nothing(error) else None
+        prefix = self._class_prefix(error)
         hinted_by = error if prefix is None else None  # a Retry-After hint needs a carried attribute
         if prefix is None:
             prefix = self._prefix(error)
