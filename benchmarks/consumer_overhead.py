@@ -313,7 +313,7 @@ def part_timing(out: TextIO, built: list[Scenario], rounds: int, sample_seconds:
         "   Powertools inspects the record handler's signature on every call given a context (~6 µs a batch);\n"
         "   the strict row calls it without one, as a handler that never passes the context would.\n"
         "   all-retry: ours plans, envelopes and re-enqueues every record (one in-memory SendMessageBatch\n"
-        "   per batch, one INFO log line per batch listing every record's decision); Powertools only marks\n"
+        "   per batch, every record's decision on the batch's EMF metrics line); Powertools only marks\n"
         "   them batch item failures, the hand-written re-enqueue does the same sends with no policy.",
         file=out,
     )

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Protocol, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, cast, get_args
 
 from serverless_retry.errors import PolicyError
 
@@ -36,7 +36,6 @@ __all__ = [
     "Backoff",
     "Jitter",
     "Strategy",
-    "Uniform",
 ]
 
 _T = TypeVar("_T", bound=str)
@@ -249,10 +248,12 @@ def _check(backoff: Backoff, path: str) -> None:
         )
 
 
-class Uniform(Protocol):
-    """What a backoff draws its jitter from: ``random.Random`` or a ``KeyedUniform``."""
+if TYPE_CHECKING:  # (a Protocol class costs every cold start a little; only type checkers need it)
 
-    def uniform(self, a: float, b: float) -> float: ...
+    class Uniform(Protocol):
+        """What a backoff draws its jitter from: ``random.Random`` or a ``KeyedUniform``."""
+
+        def uniform(self, a: float, b: float) -> float: ...
 
 
 class KeyedUniform:

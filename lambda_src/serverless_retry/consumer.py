@@ -41,7 +41,7 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Required, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from aws_lambda_powertools import Logger
 
@@ -91,6 +91,7 @@ from serverless_retry.records import raw_text, record_id, record_problem, uniden
 
 if TYPE_CHECKING:
     from serverless_retry.claims import ClaimStore
+    from serverless_retry.retry_log import RetryLogGroup
 
 # serverless_retry.claims is imported where a claims table is in use (from_settings, or the store
 # passed in): a consumer without one never runs it.
@@ -101,12 +102,9 @@ __all__ = [
     "BatchResponse",
     "BatchResult",
     "IdempotentProcessor",
-    "RetryLogEntry",
-    "RetryLogGroup",
     "RetryingConsumer",
     "consumer_from_env",
     "idempotent_processor",
-    "retry_log_entries",
     "short_traceback",
     "sqs_records",
 ]
@@ -128,62 +126,6 @@ RETRIES_PLANNED = "processing failed; retries planned"
 _UNREAD = datetime.min
 # The Powertools Logger's own format keys: not copied onto the metrics line that carries the retries.
 _LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
-
-
-class RetryLogGroup(TypedDict, total=False):
-    """The retried messages of a batch that share one decision, in the ``RETRIES_PLANNED`` line.
-
-    Grouped because a batch's failures mostly share their error and attempt: the line then costs a
-    fraction of one entry per message, and every message's decision is still in it."""
-
-    error_type: Required[str]
-    error: Required[str]  # str(error), cut to LOG_ERROR_CHARS
-    attempt: Required[int]  # the attempt that failed (1 = first delivery)
-    transport: Required[str | None]  # sqs-delay, sqs-hops, scheduler or visibility
-    delays: Required[dict[str, int]]  # this delivery's SQS message id → delay_seconds, in record order
-    # message id → retry id (the first delivery's message id, the same across attempts), only for
-    # messages whose retry id is not their own message id (the copies of earlier retries)
-    retry_ids: dict[str, str]
-
-
-class RetryLogEntry(TypedDict):
-    """One retried message's decision, as ``retry_log_entries`` reads it from a ``RETRIES_PLANNED``
-    line."""
-
-    message_id: str  # this delivery's SQS message id
-    retry_id: str  # the first delivery's message id, the same across attempts
-    attempt: int  # the attempt that failed (1 = first delivery)
-    error_type: str
-    error: str  # str(error), cut to LOG_ERROR_CHARS
-    delay_seconds: int
-    transport: str | None  # sqs-delay, sqs-hops, scheduler or visibility
-
-
-def retry_log_entries(line: Mapping[str, Any]) -> list[RetryLogEntry]:
-    """Every retried message's decision in one ``RETRIES_PLANNED`` log line (parsed JSON), in record
-    order within each group. Malformed parts are skipped."""
-    entries: list[RetryLogEntry] = []
-    groups = line.get("retries")
-    for group in groups if isinstance(groups, list) else []:
-        delays = group.get("delays") if isinstance(group, Mapping) else None
-        if not isinstance(delays, Mapping):
-            continue
-        retry_ids = group.get("retry_ids")
-        if not isinstance(retry_ids, Mapping):
-            retry_ids = {}
-        for message_id, delay in delays.items():
-            entries.append(
-                {
-                    "message_id": message_id,
-                    "retry_id": retry_ids.get(message_id, message_id),
-                    "attempt": group.get("attempt"),
-                    "error_type": group.get("error_type"),
-                    "error": group.get("error"),
-                    "delay_seconds": delay,
-                    "transport": group.get("transport"),
-                }
-            )
-    return entries
 
 
 class BatchItemFailure(TypedDict):

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.errors import NonRetryableError, RetryableError
 from serverless_retry.message import Message
+from serverless_retry.retry_log import retry_log_entries
 from serverless_retry.testing import lambda_context
 
 from .conftest import Stack, event_from, failure_ids, make_consumer

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serverless_retry.consumer import RETRIES_PLANNED, retry_log_entries
+from serverless_retry.consumer import RETRIES_PLANNED
+from serverless_retry.retry_log import retry_log_entries
 from serverless_retry.terminal import read_terminal
 
 __all__ = [
