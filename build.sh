@@ -54,6 +54,8 @@ bootstrap_pip() {
 # Create or reuse .venv; reinstall only when the dependency declarations changed. A command given as
 # arguments (one that needs only the venv's Python and pip, e.g. package_zips) runs beside the
 # install once pip is current: on a fresh clone both mostly wait on the package index.
+# ON_VENV_READY names a command that needs the whole venv: it runs once the install is done, still
+# beside that command.
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtualenv .venv"
@@ -72,10 +74,21 @@ ensure_venv() {
       beside_pid=$!
     fi
     install_into "$VENV/bin/python" -e ".[dev]"
+    [ -z "${ON_VENV_READY:-}" ] || "$ON_VENV_READY"
     if [ -n "$beside_pid" ]; then
       wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
     fi
     echo "$want" > "$stamp"
+  elif [ -n "${ON_VENV_READY:-}" ]; then
+    local beside_pid=""
+    if [ "$#" -gt 0 ]; then
+      "$@" &
+      beside_pid=$!
+    fi
+    "$ON_VENV_READY"
+    if [ -n "$beside_pid" ]; then
+      wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
+    fi
   elif [ "$#" -gt 0 ]; then
     "$@"
   fi
@@ -125,14 +138,29 @@ test_prerequisites() {
   wait "$checkov_pid" || { echo "installing checkov into .venv-checkov failed" >&2; return 1; }
 }
 
-cmd_test() {
-  ensure_venv test_prerequisites
+# Python bytecode for what collecting the suite imports (pytest, moto, boto3, hypothesis, the
+# packages), written once to build/pycache by one collection. On a fresh clone every xdist worker
+# (and each stack's emulator) would otherwise compile the same modules at the same time: four
+# processes compiling ~6 s of CPU each, the first ~20 s of the run. Failures are pytest's to report.
+warm_bytecode() {
+  "$VENV/bin/python" -m pytest -p no:cacheprovider -n 0 --collect-only -q > build/warm-bytecode.log 2>&1 || true
+}
+
+# Once .venv is complete (still beside test_prerequisites): the Lambda runtime Python, in the
+# background, and the bytecode.
+LAMBDA_PYTHON_PID=""
+test_venv_ready() {
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Not niced: the first
   # integration tests, minutes of logical time on a real-time budget, wait for it.
-  mkdir -p build
   "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
-  local lambda_python_pid=$!
+  LAMBDA_PYTHON_PID=$!
+  warm_bytecode
+}
+
+cmd_test() {
+  mkdir -p build
+  ON_VENV_READY=test_venv_ready ensure_venv test_prerequisites
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
   # Lint and types need no test, and no test needs them: they run beside pytest (mypy is one busy
@@ -165,7 +193,7 @@ cmd_test() {
     status=1
   fi
   cat "$lint_log"
-  wait "$lambda_python_pid" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
+  wait "$LAMBDA_PYTHON_PID" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
   return "$status"
 }
 

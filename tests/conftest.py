@@ -139,6 +139,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduli
     return LaneScheduling(config, log)
 
 
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether this run is every test of testpaths (``./build.sh test``): no paths, no selection."""
+    selecting = ("keyword", "markexpr", "lf", "deselect", "ignore", "ignore_glob", "stepwise")
+    return config.args_source == pytest.Config.ArgsSource.TESTPATHS and not any(
+        getattr(config.option, name, None) for name in selecting
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """xdist controller running the whole suite: apply every stack now, ~20 s before a worker has
+    collected on a fresh clone (the stacks gate their groups, the run's last waiting work). Its tests
+    all use them; any other run starts what its collected tests use (below)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    if config.option.collectonly or not _whole_suite(config):
+        return
+    REGISTRY.directory(publish=True)  # before any stack exists: its outcome is for the workers
+    REGISTRY.start(list(STACKS))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: tell each worker where the applied stacks are published."""
