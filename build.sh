@@ -179,15 +179,17 @@ cmd_test() {
   ) > "$lint_log" 2>&1 &
   local lint_pid=$!
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
-  # Three workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
-  # against moto), and a third worker fills those gaps (pytest ~330 s against ~400 s with two;
-  # a fourth made fresh-clone runs no faster).
+  # Four workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
+  # against moto). Two workers at most hold waiting work (tests/scheduling.py's lanes), the timing-
+  # bound integration tier and the stacks' groups, the run's longest chain; the other two keep the
+  # cores busy meanwhile. With three, one busy worker left the cores ~40 % idle until the waiting
+  # lanes ended and its busy work was still ~85 s from done.
   # Terraform, checkov and lint are niced, so the timing-bound integration tests get the cores first.
   # SERVERLESS_RETRY_TEST_WORKERS overrides; tests/conftest.py and tests/scheduling.py say how the
   # suite splits.
-  log "pytest (${SERVERLESS_RETRY_TEST_WORKERS:-3} workers)"
+  log "pytest (${SERVERLESS_RETRY_TEST_WORKERS:-4} workers)"
   local status=0
-  "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-3}" "$@" || status=$?
+  "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-4}" "$@" || status=$?
   log "ruff, mypy, mkdocs"
   if ! wait "$lint_pid"; then
     status=1
