@@ -54,6 +54,8 @@ bootstrap_pip() {
 # Create or reuse .venv; reinstall only when the dependency declarations changed. A command given as
 # arguments (one that needs only the venv's Python and pip, e.g. package_zips) runs beside the
 # install once pip is current: on a fresh clone both mostly wait on the package index.
+# ON_VENV_READY names a command that needs the whole venv: it runs once the install is done, still
+# beside that command.
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtualenv .venv"
@@ -72,10 +74,21 @@ ensure_venv() {
       beside_pid=$!
     fi
     install_into "$VENV/bin/python" -e ".[dev]"
+    [ -z "${ON_VENV_READY:-}" ] || "$ON_VENV_READY"
     if [ -n "$beside_pid" ]; then
       wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
     fi
     echo "$want" > "$stamp"
+  elif [ -n "${ON_VENV_READY:-}" ]; then
+    local beside_pid=""
+    if [ "$#" -gt 0 ]; then
+      "$@" &
+      beside_pid=$!
+    fi
+    "$ON_VENV_READY"
+    if [ -n "$beside_pid" ]; then
+      wait "$beside_pid" || { echo "$* failed" >&2; exit 1; }
+    fi
   elif [ "$#" -gt 0 ]; then
     "$@"
   fi
@@ -125,14 +138,29 @@ test_prerequisites() {
   wait "$checkov_pid" || { echo "installing checkov into .venv-checkov failed" >&2; return 1; }
 }
 
-cmd_test() {
-  ensure_venv test_prerequisites
+# Python bytecode for what collecting the suite imports (pytest, moto, boto3, hypothesis, the
+# packages), written once to build/pycache by one collection. On a fresh clone every xdist worker
+# (and each stack's emulator) would otherwise compile the same modules at the same time: four
+# processes compiling ~6 s of CPU each, the first ~20 s of the run. Failures are pytest's to report.
+warm_bytecode() {
+  "$VENV/bin/python" -m pytest -p no:cacheprovider -n 0 --collect-only -q > build/warm-bytecode.log 2>&1 || true
+}
+
+# Once .venv is complete (still beside test_prerequisites): the Lambda runtime Python, in the
+# background, and the bytecode.
+LAMBDA_PYTHON_PID=""
+test_venv_ready() {
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Not niced: the first
   # integration tests, minutes of logical time on a real-time budget, wait for it.
-  mkdir -p build
   "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
-  local lambda_python_pid=$!
+  LAMBDA_PYTHON_PID=$!
+  warm_bytecode
+}
+
+cmd_test() {
+  mkdir -p build
+  ON_VENV_READY=test_venv_ready ensure_venv test_prerequisites
   # shellcheck source=scripts/tf-env.sh
   source scripts/tf-env.sh
   # Lint and types need no test, and no test needs them: they run beside pytest (mypy is one busy
@@ -151,21 +179,23 @@ cmd_test() {
   ) > "$lint_log" 2>&1 &
   local lint_pid=$!
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
-  # Three workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
-  # against moto), and a third worker fills those gaps (pytest ~330 s against ~400 s with two;
-  # a fourth made fresh-clone runs no faster).
+  # Four workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
+  # against moto). Two workers at most hold waiting work (tests/scheduling.py's lanes), the timing-
+  # bound integration tier and the stacks' groups, the run's longest chain; the other two keep the
+  # cores busy meanwhile. With three, one busy worker left the cores ~40 % idle until the waiting
+  # lanes ended and its busy work was still ~85 s from done.
   # Terraform, checkov and lint are niced, so the timing-bound integration tests get the cores first.
   # SERVERLESS_RETRY_TEST_WORKERS overrides; tests/conftest.py and tests/scheduling.py say how the
   # suite splits.
-  log "pytest (${SERVERLESS_RETRY_TEST_WORKERS:-3} workers)"
+  log "pytest (${SERVERLESS_RETRY_TEST_WORKERS:-4} workers)"
   local status=0
-  "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-3}" "$@" || status=$?
+  "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-4}" "$@" || status=$?
   log "ruff, mypy, mkdocs"
   if ! wait "$lint_pid"; then
     status=1
   fi
   cat "$lint_log"
-  wait "$lambda_python_pid" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
+  wait "$LAMBDA_PYTHON_PID" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
   return "$status"
 }
 

@@ -20,20 +20,25 @@ export GOMEMLIMIT="${GOMEMLIMIT:-1GiB}"
 export TF_IN_AUTOMATION=1
 export CHECKPOINT_DISABLE=1
 if [ -d "$_sr_mirror" ]; then
-  cat > "$_sr_root/build/terraform/terraformrc" <<RC
-provider_installation {
+  _sr_rc="$_sr_root/build/terraform/terraformrc"
+  _sr_want="provider_installation {
   filesystem_mirror {
-    path    = "$_sr_mirror"
-    include = ["registry.terraform.io/hashicorp/*"]
+    path    = \"$_sr_mirror\"
+    include = [\"registry.terraform.io/hashicorp/*\"]
   }
   direct {
-    exclude = ["registry.terraform.io/hashicorp/*"]
+    exclude = [\"registry.terraform.io/hashicorp/*\"]
   }
-}
-RC
-  export TF_CLI_CONFIG_FILE="$_sr_root/build/terraform/terraformrc"
+}"
+  # Written only when it changes, and then whole under another name and renamed: the test processes
+  # source this at the same time as others' Terraform reads the file, and one read it truncated in
+  # place, empty (no mirror: its init asked the public registry, offline, and failed).
+  if [ ! -f "$_sr_rc" ] || [ "$(cat "$_sr_rc")" != "$_sr_want" ]; then
+    printf '%s\n' "$_sr_want" > "$_sr_rc.$$" && mv -f "$_sr_rc.$$" "$_sr_rc"
+  fi
+  export TF_CLI_CONFIG_FILE="$_sr_rc"
 elif [ -n "${TF_CLI_CONFIG_FILE:-}" ] && [ ! -f "$TF_CLI_CONFIG_FILE" ]; then
   # A CLI config variable naming a missing file only produces warnings: drop it.
   unset TF_CLI_CONFIG_FILE
 fi
-unset _sr_root _sr_mirror
+unset _sr_root _sr_mirror _sr_rc _sr_want

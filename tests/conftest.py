@@ -4,7 +4,7 @@ Each example stack is applied once per test run (see tests/terraform/stack.py). 
 soon as collection is done, in background threads, so they overlap the unit and functional tiers;
 the terraform and integration tiers then use the same applied stacks.
 
-``./build.sh test`` runs ``-n 3 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
+``./build.sh test`` runs ``-n 4 --dist loadgroup`` (pyproject's addopts hold the ``--dist`` part).
 Each test gets an xdist group when it must not be split from others (see ``_group``); the rest are
 handed out one at a time to whichever worker is free, by tests/scheduling.py's scheduler.
 """
@@ -105,9 +105,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the tests that use a stack late (in their order), so that the others overlap the applies
     instead of waiting for them, and start those applies (without xdist: here, now); the other tiers
-    before them interleaved (tests/scheduling.py's ``spread``). The unit tier,
-    hundreds of small tests, comes after them: it keeps the other workers busy while the stack
-    groups, about a minute each of mostly waiting, finish."""
+    before them interleaved (tests/scheduling.py's ``spread``), each with its ``long`` tests first.
+    The unit tier, hundreds of small tests, comes after them: it keeps the other workers busy while
+    the stack groups, about a minute each of mostly waiting, finish."""
     if getattr(config.option, "loadgroup", False):  # an xdist worker: its groups must have reached the ids
         lost = [item.nodeid for item in items if _group(item) and "@" not in item.nodeid]
         if lost:
@@ -116,7 +116,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.option.collectonly and not hasattr(config, "workerinput"):
         REGISTRY.start([spec for spec in STACKS if any(spec in _stacks(item) for item in late)])
     moved = set(late)
-    rest = [item for item in items if item not in moved]
+    # Longest first (stable: each tier keeps its order otherwise): started last, a single unit of tens
+    # of seconds (a checkov scan) was the run's end while the other workers had finished.
+    rest = sorted(
+        (item for item in items if item not in moved), key=lambda item: not item.get_closest_marker("long")
+    )
     filler = [item for item in rest if _tier(item) == "unit"]
     items[:] = spread([item for item in rest if _tier(item) != "unit"], _tier) + late + filler
 
@@ -137,6 +141,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LaneScheduli
     if config.getoption("dist", "no") != "loadgroup":
         return None
     return LaneScheduling(config, log)
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether this run is every test of testpaths (``./build.sh test``): no paths, no selection."""
+    selecting = ("keyword", "markexpr", "lf", "deselect", "ignore", "ignore_glob", "stepwise")
+    return config.args_source == pytest.Config.ArgsSource.TESTPATHS and not any(
+        getattr(config.option, name, None) for name in selecting
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """xdist controller running the whole suite: apply every stack now, ~20 s before a worker has
+    collected on a fresh clone (the stacks gate their groups, the run's last waiting work). Its tests
+    all use them; any other run starts what its collected tests use (below)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    if config.option.collectonly or not _whole_suite(config):
+        return
+    REGISTRY.directory(publish=True)  # before any stack exists: its outcome is for the workers
+    REGISTRY.start(list(STACKS))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -4,10 +4,12 @@ driven through xdist's own scheduler interface by a small simulation of workers 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from tests.conftest import _whole_suite
 from tests.scheduling import LaneScheduling, lanes_for, spread
 
 STACK = "stack-scheduled-retry"  # a group of tests/terraform/stack.py's STACKS
@@ -175,3 +177,30 @@ def test_lanes_shorten_the_run_against_plain_loadgroup() -> None:
     )
     # Waiting spreads over two lanes and busy work fills the third worker meanwhile.
     assert run.end < slowest_lane + busy / 3 + 15
+
+
+def _config(source: pytest.Config.ArgsSource, **options: object) -> Any:
+    defaults: dict[str, object] = {
+        "keyword": "", "markexpr": "", "lf": False, "deselect": [], "ignore": [], "ignore_glob": [], "stepwise": False,
+    }  # fmt: skip
+    return SimpleNamespace(args_source=source, option=SimpleNamespace(**{**defaults, **options}))
+
+
+@pytest.mark.parametrize(
+    ("source", "options"),
+    [
+        (pytest.Config.ArgsSource.ARGS, {}),  # paths given: tests/unit, one file, one test
+        (pytest.Config.ArgsSource.TESTPATHS, {"keyword": "fidelity"}),
+        (pytest.Config.ArgsSource.TESTPATHS, {"markexpr": "not integration"}),
+        (pytest.Config.ArgsSource.TESTPATHS, {"lf": True}),
+        (pytest.Config.ArgsSource.TESTPATHS, {"deselect": ["tests/unit/test_regex.py"]}),
+        (pytest.Config.ArgsSource.TESTPATHS, {"ignore": ["tests/integration"]}),
+    ],
+)
+def test_only_a_run_of_the_whole_suite_applies_every_stack_before_collection(
+    source: pytest.Config.ArgsSource, options: dict[str, object]
+) -> None:
+    """The controller cannot see which tests a run holds before a worker has collected: it applies
+    the five stacks at once only when nothing narrows the run (one test must not cost five applies)."""
+    assert _whole_suite(_config(pytest.Config.ArgsSource.TESTPATHS))
+    assert not _whole_suite(_config(source, **options))
