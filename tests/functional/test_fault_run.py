@@ -10,8 +10,6 @@ import pytest
 
 from tests.support.faultrun import VARIANTS, Report, Variant, run
 
-pytestmark = pytest.mark.long  # ten thousand messages per test
-
 
 def _run(name: str, **changes: object) -> Report:
     variant = Variant(**{**VARIANTS[name].__dict__, **changes})

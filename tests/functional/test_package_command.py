@@ -16,8 +16,6 @@ from serverless_retry_tools import cli
 
 from tests.support.wheels import make_wheel
 
-pytestmark = pytest.mark.long  # pip installs into function and layer zips
-
 VERSION = serverless_retry.__version__
 LIBRARY = Path(serverless_retry.__file__).parent
 

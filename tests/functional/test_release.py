@@ -25,8 +25,6 @@ from packaging.requirements import Requirement
 from tests.support.scripts import load_script
 from tests.support.wheels import make_wheel
 
-pytestmark = pytest.mark.long  # two release builds and two clean virtualenvs
-
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = serverless_retry.__version__
 UV = Path(sys.executable).parent / "uv"

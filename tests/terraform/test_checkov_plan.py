@@ -24,8 +24,6 @@ from moto.server import ThreadedMotoServer
 from tests.terraform.checkov import checkov_executable, run_checkov
 from tests.terraform.conftest import Workspace, init
 
-pytestmark = pytest.mark.long  # two plans and a checkov scan of them, in one module fixture
-
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 SUBNET = "subnet-0a1b2c3d4e5f60718"
 SECURITY_GROUP = "sg-0123456789abcdef0"

@@ -35,8 +35,6 @@ from tests.terraform.iam.policy import Statement
 from tests.terraform.iam.recorder import Recorder
 from tests.terraform.iam.world import External, World
 
-pytestmark = pytest.mark.long  # every case planned in one `terraform test`, in one module fixture
-
 PACKAGE = "../tests/terraform/fixtures/empty.zip"  # from the generated root (tests/terraform/iam/plan.py)
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TABLE = "orders-idempotency"

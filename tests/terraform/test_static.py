@@ -51,7 +51,6 @@ def test_validate(validations: Runs[str, dict[str, Any]], relative: str) -> None
     assert warnings == [], json.dumps(warnings, indent=2)
 
 
-@pytest.mark.long  # one checkov scan of every module: queued early, it never ends the run
 def test_checkov_reports_no_failed_checks() -> None:
     checkov = checkov_executable()
     if checkov is None:
