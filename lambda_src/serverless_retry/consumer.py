@@ -382,9 +382,12 @@ class RetryingConsumer:
         request id, cold start, keys a processor appended); None without retries or below INFO."""
         if not retries or self.logger.log_level > logging.INFO:  # e.g. POWERTOOLS_LOG_LEVEL=WARNING
             return None
+        # (Logger.get_current_keys is not in every Powertools 3 release: without it, no logger keys)
+        current = getattr(self.logger, "get_current_keys", None)
+        keys: dict[str, object] = current() if callable(current) else {}
         fields: dict[str, object] = {
             key: value
-            for key, value in self.logger.get_current_keys().items()
+            for key, value in keys.items()
             if value is not None
             and key not in _LOGGER_FORMAT_KEYS
             and not (isinstance(value, str) and "%(" in value)
