@@ -363,12 +363,12 @@ class RetryingConsumer:
         if context is not None and isinstance(self.processor, IdempotentProcessor):
             self.processor.register_lambda_context(context)
         result = self.process_batch(records)
-        decisions = self._decisions(result.retries, result.retried)
         try:
             # The retries' decisions ride on the batch's metrics line (EMF keeps properties that are
             # not metrics as log fields, searchable like any log line): a Powertools line of their own
             # cost more than all the rest of a batch of retries. Without metrics they get that line.
-            self.metrics.publish(result.counts, decisions if not self.metrics.disabled else None)
+            decisions = None if self.metrics.disabled else self._decisions(result.retries, result.retried)
+            self.metrics.publish(result.counts, decisions)
         except Exception:  # metrics must never turn a settled batch into a failed invocation
             self.logger.exception("publishing metrics failed")
             self._log_retries(result.retries, result.retried)

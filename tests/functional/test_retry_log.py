@@ -231,7 +231,7 @@ def test_the_decisions_ride_on_the_batch_metrics_line_with_the_logger_keys(
     assert sum(1 for line in lines if "retries" in line) == 1
 
 
-@pytest.mark.parametrize("why", ["metrics disabled", "metrics failed"])
+@pytest.mark.parametrize("why", ["metrics disabled", "metrics failed", "logger keys failed"])
 def test_without_a_metrics_line_the_decisions_get_a_logger_line(
     stack: Stack,
     clock: FrozenClock,
@@ -240,14 +240,16 @@ def test_without_a_metrics_line_the_decisions_get_a_logger_line(
     why: str,
 ) -> None:
     consumer = make_consumer(stack, process, POLICY, clock)
+
+    def broken(*_: object, **__: object) -> None:
+        raise OSError("stdout closed")
+
     if why == "metrics disabled":
         consumer.metrics.disabled = True
-    else:
-
-        def broken(*_: object, **__: object) -> None:
-            raise OSError("stdout closed")
-
+    elif why == "metrics failed":
         monkeypatch.setattr(consumer.metrics, "publish", broken)
+    else:  # the batch is settled: nothing while writing its line may fail the invocation
+        monkeypatch.setattr(consumer.logger, "get_current_keys", broken)
     received = _send_busy(stack)
     capsys.readouterr()
 
