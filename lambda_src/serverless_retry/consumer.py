@@ -50,7 +50,6 @@ from serverless_retry.backoff import json_kind
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
-    NO_ATTRIBUTES,
     Delivery,
     Outgoing,
     ScheduledRetry,
@@ -122,8 +121,6 @@ LOG_ERROR_CHARS = 256
 # of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
 # are disabled). The final copies keep a line each.
 RETRIES_PLANNED = "processing failed; retries planned"
-# A datetime never read: decision_time ignores the clock for a record that carries its own time.
-_UNREAD = datetime.min
 # The Powertools Logger's own format keys: not copied onto the metrics line that carries the retries.
 _LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
 
@@ -944,12 +941,7 @@ class RetryingConsumer:
         incoming: Incoming,
         error: BaseException,
     ) -> Step:
-        in_place = self._in_place
-        # The clock is read only when the record carries no time of its own to decide at.
-        clock_now = (
-            self.clock.now() if in_place or (facts.first_received_at or facts.sent_at) is None else _UNREAD
-        )
-        now = decision_time(facts, clock_now, in_place=in_place, incoming=incoming)
+        now = decision_time(facts, self.clock.now(), in_place=self._in_place, incoming=incoming)
         step = plan_failure(self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed)
         message_id: str = record["messageId"]
         context = incoming.context
@@ -984,11 +976,9 @@ class RetryingConsumer:
                 Outgoing(
                     message_id,
                     step.body,
-                    NO_ATTRIBUTES,
-                    step.delay_seconds,
-                    facts.group_id,
-                    None,
-                    step.due_at,
+                    delay_seconds=step.delay_seconds,
+                    due_at=step.due_at,
+                    group_id=facts.group_id,
                 )
             )
             plan.labels[message_id] = "sqs-delay"

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "NO_ATTRIBUTES",
     "SCHEDULE_MIN_LEAD_SECONDS",
     "SCHEDULE_RETRY_POLICY",
     "Delivery",
@@ -85,7 +84,7 @@ _REFUSALS = frozenset(
 
 
 ScheduleResult = Literal["scheduled", "refused", "failed"]
-NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})  # an Outgoing without any
+_NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})
 
 # The messages below are NamedTuples, not frozen dataclasses: as immutable, but a frozen dataclass
 # costs about 0.6 ms to define (at every cold start) and sets each field through object.__setattr__
@@ -97,7 +96,7 @@ class Outgoing(NamedTuple):
 
     key: str
     body: str
-    attributes: Mapping[str, MessageAttribute] = NO_ATTRIBUTES
+    attributes: Mapping[str, MessageAttribute] = _NO_ATTRIBUTES
     delay_seconds: int = 0  # logical seconds; the most DelaySeconds may be (never above 900)
     # FIFO: the message group. Standard queue: the producer's MessageGroupId (a fair queue's tenant),
     # kept so that one tenant's retries are not delivered ahead of the other tenants' messages.
@@ -176,13 +175,7 @@ class Delivery:
         chunk: list[Outgoing] = []
         size = 0
         for message in messages:
-            body = message.body
-            # an ASCII body without attributes is as many bytes as characters (the usual copy)
-            n = (
-                len(body)
-                if not message.attributes and body.isascii()
-                else sqs_message_size(body, message.attributes)
-            )
+            n = sqs_message_size(message.body, message.attributes)
             if chunk and (len(chunk) == SQS_BATCH_MAX_ENTRIES or size + n > self._batch_bytes):
                 yield chunk
                 chunk, size = [], 0
