@@ -695,8 +695,11 @@ def _binary_len(value: object) -> int:
 def sqs_message_size(body: str, attributes: Mapping[str, MessageAttribute] | None = None) -> int:
     """Bytes SQS counts against its maximum message size: the UTF-8 body plus, for every message
     attribute, its name, its DataType and its value (binary values decoded)."""
-    size = _utf8_len(body)
-    for name, attr in (attributes or {}).items():
+    # (the body's count inline: every retry copy is sized twice, and most carry no attributes)
+    size = len(body) if body.isascii() else len(body.encode("utf-8", "surrogatepass"))
+    if not attributes:
+        return size
+    for name, attr in attributes.items():
         size += _utf8_len(name) + _utf8_len(attr.get("DataType", ""))
         string_value: object = attr.get("StringValue")
         if isinstance(string_value, str):
@@ -706,8 +709,6 @@ def sqs_message_size(body: str, attributes: Mapping[str, MessageAttribute] | Non
 
 
 def fits(body: str, max_bytes: int, attributes: Mapping[str, MessageAttribute] | None = None) -> bool:
-    if not attributes and body.isascii():  # every retry copy is checked: the common case, directly
-        return len(body) <= max_bytes
     return sqs_message_size(body, attributes) <= max_bytes
 
 
