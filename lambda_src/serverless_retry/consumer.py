@@ -70,7 +70,14 @@ from serverless_retry.envelope import (
     waiting_copy,
 )
 from serverless_retry.errors import EventShapeError, UnhandledRecordError
-from serverless_retry.message import Exhausted, ExhaustedHook, Message, Processor, first_delivery
+from serverless_retry.message import (
+    Exhausted,
+    ExhaustedHook,
+    Message,
+    Processor,
+    first_delivery,
+    message_attributes,
+)
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
     Final,
@@ -640,7 +647,7 @@ class RetryingConsumer:
                 if incoming is None:  # its body holds neither the envelope key nor a \u escape
                     # What envelope.original() would make of it: the message already holds each part.
                     incoming = Incoming(
-                        "original", message.body, message.attributes, message.retry, None, None
+                        "original", message.body, message_attributes(message), message.retry, None, None
                     )
                 # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
                 step = self._plan_failure(plan, record, facts, incoming, error)
