@@ -948,7 +948,7 @@ class RetryingConsumer:
         incoming: Incoming,
         error: BaseException,
     ) -> Step:
-        now = decision_time(facts, self.clock.now(), in_place=self._in_place, incoming=incoming)
+        now = decision_time(facts, self.clock.now, in_place=self._in_place, incoming=incoming)
         step = plan_failure(self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed)
         message_id: str = record["messageId"]
         context = incoming.context
