@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serverless_retry.backoff import JITTERS, MAX_DELAY_SECONDS, STRATEGIES, Backoff
+from serverless_retry.delivery import Outgoing, send_delay
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
     HISTORY_LIMIT,
@@ -65,6 +66,49 @@ def test_delay_is_always_within_zero_and_the_cap(
     delay = backoff.delay(retry_number, random.Random(seed), previous)
     assert 0 <= delay <= backoff.max_seconds
     assert not math.isnan(delay)
+
+
+class _Draw:
+    """A Uniform that answers any value, NaN and infinities included, to reach the clamp itself."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def uniform(self, a: float, b: float) -> float:
+        return self.value
+
+
+@FAST
+@given(backoffs(), retry_numbers, st.floats(allow_nan=True, allow_infinity=True), previous_delays)
+def test_delay_clamps_any_draw_as_min_max_would(
+    backoff: Backoff, retry_number: int, draw: float, previous: float | None
+) -> None:
+    # delay() clamps with comparisons instead of min(max(value, 0.0), cap): the same value, NaN too
+    delay = backoff.delay(retry_number, _Draw(draw), previous)
+    if backoff.jitter == "none":
+        draw = backoff.base_delay(retry_number)
+    elif backoff.jitter == "equal":
+        draw = backoff.base_delay(retry_number) / 2 + draw
+    expected = min(max(draw, 0.0), float(backoff.max_seconds))
+    assert delay == expected or (math.isnan(delay) and math.isnan(expected))
+
+
+@FAST
+@given(
+    st.integers(-10_000, 10_000),
+    st.one_of(st.none(), st.integers(-2_000_000, 2_000_000)),
+    st.one_of(st.none(), st.integers(-2_000_000_000, 2_000_000_000)),
+)
+def test_send_delay_is_the_time_left_clamped_as_min_max_would(
+    delay_seconds: int, due_offset_ms: int | None, now_offset_us: int | None
+) -> None:
+    due_at = None if due_offset_ms is None else NOW + timedelta(milliseconds=due_offset_ms)
+    now = None if now_offset_us is None else NOW + timedelta(microseconds=now_offset_us)
+    delay = delay_seconds
+    if due_at is not None and now is not None:
+        delay = min(delay, math.ceil((due_at - now).total_seconds()))
+    expected = max(0, min(delay, SQS_MAX_DELAY_SECONDS))
+    assert send_delay(Outgoing("m", "b", delay_seconds=delay_seconds, due_at=due_at), now) == expected
 
 
 @FAST
