@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from serverless_retry.backoff import KeyedUniform
-from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, fits, parse_time
+from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, parse_time, sqs_message_size
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, Decision, RetryPolicy
 
 __all__ = [
@@ -227,6 +227,7 @@ class Copy(NamedTuple):
 
 
 Step = Final | InPlace | Copy
+_tuple_new = tuple.__new__
 
 
 class Wait(NamedTuple):
@@ -337,13 +338,13 @@ def plan_failure(
     decision = _retransport(decision, transport, delay)
     due_at = _due(now, delay)
     body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at)
-    if not fits(body, queue.max_message_bytes):
+    if sqs_message_size(body) > queue.max_message_bytes:
         reason = (
             f"the retry envelope does not fit the queue's maximum message size of "
             f"{queue.max_message_bytes} bytes"
         )
         return Final("too-large-to-retry", reason, decision)
-    return Copy(transport, delay, due_at, body, decision)
+    return _tuple_new(Copy, (transport, delay, due_at, body, decision))  # (positional: as RecordFacts)
 
 
 def arrival(incoming: Incoming, record: RecordFacts, queue: QueueFacts, *, now: datetime) -> Wait | None:
