@@ -76,7 +76,7 @@ from serverless_retry.message import (
     Message,
     Processor,
     first_delivery,
-    message_attributes,
+    original_incoming,
 )
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
@@ -646,10 +646,7 @@ class RetryingConsumer:
                 if facts is None:
                     facts = RecordFacts.of(record)
                 if incoming is None:  # its body holds neither the envelope key nor a \u escape
-                    # What envelope.original() would make of it: the message already holds each part.
-                    # (Positional, through tuple.__new__, as RecordFacts.of makes its facts.)
-                    parts = ("original", message.body, message_attributes(message), message.retry, None, None)
-                    incoming = tuple.__new__(Incoming, parts)
+                    incoming = original_incoming(message)
                 # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
                 step = self._plan_failure(plan, record, facts, incoming, error)
                 if isinstance(step, InPlace):
@@ -976,25 +973,19 @@ class RetryingConsumer:
             plan.labels[message_id] = "visibility"
             return step
         next_attempt = context.attempt + 1
-        if step.transport == "sqs-delay":
+        # (unpacked once: each NamedTuple field read by name costs an attribute lookup)
+        transport, delay_seconds, due_at, body, _ = step
+        if transport == "sqs-delay":
             # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
             # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
             # then comes less than a second early at most, which counts as due).
             # (Positional, through tuple.__new__: keywords cost a NamedTuple a third more per record.)
-            copy = (
-                message_id,
-                step.body,
-                _NO_ATTRIBUTES,
-                step.delay_seconds,
-                facts.group_id,
-                None,
-                step.due_at,
-            )
+            copy = (message_id, body, _NO_ATTRIBUTES, delay_seconds, facts.group_id, None, due_at)
             plan.delayed.append(tuple.__new__(Outgoing, copy))
             plan.labels[message_id] = "sqs-delay"
-        elif step.transport == "sqs-hops":
+        elif transport == "sqs-hops":
             plan.delayed.append(
-                self._hop(message_id, step.body, step.due_at, facts, retry_id=context.id, tag=next_attempt)
+                self._hop(message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt)
             )
             plan.labels[message_id] = "sqs-hops"
         else:
@@ -1002,13 +993,11 @@ class RetryingConsumer:
                 ScheduledRetry(
                     key=message_id,
                     name=schedule_name(context.id, next_attempt),
-                    due_at=step.due_at,
-                    body=step.body,
+                    due_at=due_at,
+                    body=body,
                     group_id=(facts.group_id or context.id) if self._fifo else None,
                     description=f"serverless-retry attempt {next_attempt} of {context.id}",
-                    hops=self._hop(
-                        message_id, step.body, step.due_at, facts, retry_id=context.id, tag=next_attempt
-                    ),
+                    hops=self._hop(message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt),
                 )
             )
         return step
@@ -1116,9 +1105,10 @@ class RetryingConsumer:
             failed |= not_sent
             counts.delivery_failed += len(not_sent)
             for m in plan.delayed:
-                if m.key in not_sent:
+                key = m.key
+                if key in not_sent:
                     continue
-                label = labels.get(m.key, "sqs-delay")
+                label = labels.get(key, "sqs-delay")
                 if label == "wait":
                     counts.redelayed += 1
                 elif label == "fallback":

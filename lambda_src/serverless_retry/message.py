@@ -9,12 +9,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.envelope import MessageAttribute, Outcome, RetryContext, attributes_from_record
+from serverless_retry.envelope import (
+    Incoming,
+    MessageAttribute,
+    Outcome,
+    RetryContext,
+    attributes_from_record,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-__all__ = ["Exhausted", "ExhaustedHook", "Message", "Processor", "first_delivery", "message_attributes"]
+__all__ = [
+    "Exhausted",
+    "ExhaustedHook",
+    "Message",
+    "Processor",
+    "first_delivery",
+    "message_attributes",
+    "original_incoming",
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,15 @@ class Message:
             if name == "attributes":
                 return message_attributes(self)
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def original_incoming(message: Message) -> Incoming:
+    """What ``envelope.original()`` would make of an original message's record, from the message
+    that already holds each part. Read from the instance dict: every attribute read on a Message
+    passes its ``__getattr__`` hook first, and the consumer makes one of these per failed record."""
+    fields = message.__dict__
+    parts = ("original", fields["body"], message_attributes(message), fields["retry"], None, None)
+    return tuple.__new__(Incoming, parts)  # (positional, as RecordFacts.of makes its facts)
 
 
 def message_attributes(message: Message) -> dict[str, MessageAttribute]:

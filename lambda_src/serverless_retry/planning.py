@@ -311,7 +311,7 @@ def plan_failure(
         first_failed_at=first_failed_at,
         now=now,
         rand=KeyedUniform(f"{seed}:{context.id}:{attempt}"),
-        previous_delay=context.previous_delay,
+        previous_delay=context.previous_delay if context.history else None,  # (a property call saved)
     )
     if decision.action != "retry":
         return Final(_outcome(decision), decision.reason, decision)
@@ -335,7 +335,8 @@ def plan_failure(
         transport = "scheduler" if queue.scheduler else "sqs-hops"
     else:
         transport = "sqs-delay" if delay <= hop_limit(queue.retention_seconds) else "sqs-hops"
-    decision = _retransport(decision, transport, delay)
+    if decision.transport != transport:  # (else the decision stands as it is)
+        decision = _retransport(decision, transport, delay)
     due_at = _due(now, delay)
     body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at)
     if sqs_message_size(body) > queue.max_message_bytes:

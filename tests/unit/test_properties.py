@@ -22,10 +22,12 @@ from serverless_retry.envelope import (
     encode,
     encode_next_envelope,
     next_envelope,
+    original,
     sqs_message_size,
     unwrap,
 )
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
+from serverless_retry.message import first_delivery, original_incoming
 from serverless_retry.policy import (
     SQS_MAX_DELAY_SECONDS,
     TRANSPORTS,
@@ -266,6 +268,37 @@ def _original(body: str, attributes: dict[str, MessageAttribute], message_id: st
     # built directly: an arbitrary body may itself look like an envelope, which unwrap would judge
     context = RetryContext(message_id, 1, None, (), "arn:aws:sqs:us-east-1:123456789012:q")
     return Incoming("original", body, attributes, context, None, None)
+
+
+def _event_form(attribute: MessageAttribute) -> dict[str, Any]:
+    """A message attribute as a Lambda SQS record carries it."""
+    out: dict[str, Any] = {"dataType": attribute["DataType"], "stringListValues": [], "binaryListValues": []}
+    if "StringValue" in attribute:
+        out["stringValue"] = attribute["StringValue"]
+    if "BinaryValue" in attribute:
+        out["binaryValue"] = attribute["BinaryValue"]
+    return out
+
+
+@FAST
+@given(sqs_body, attribute_maps, st.integers(1, 14), st.booleans())
+def test_a_failed_original_s_incoming_is_what_envelope_original_makes_of_its_record(
+    body: str, attributes: dict[str, MessageAttribute], attempt: int, read_first: bool
+) -> None:
+    # The consumer builds a failed original's Incoming from its Message (message.original_incoming)
+    # instead of through envelope.original(): the same Incoming, whether or not the processor read
+    # the attributes first.
+    source = "arn:aws:sqs:us-east-1:123456789012:q"
+    record = {
+        "messageId": "m-1",
+        "body": body,
+        "messageAttributes": {n: _event_form(a) for n, a in attributes.items()},
+    }
+    message = first_delivery("m-1", body, record, source, attempt)
+    if read_first:
+        assert message.attributes == attributes
+    expected = original(body, attributes, message_id="m-1", source=source, receive_count=attempt)
+    assert original_incoming(message) == expected
 
 
 @FAST
