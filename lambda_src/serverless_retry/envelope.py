@@ -580,10 +580,12 @@ def encode_next_envelope(
     at = format_time(now)
     entry = (
         f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},{_error_json(error)},'
-        f'"transport":{_json_str(decision.transport or "")}}}'
+        f'"transport":{_TRANSPORTS_JSON.get(decision.transport) or _json_str(decision.transport or "")}}}'
     )
-    earlier = context.history[-(HISTORY_LIMIT - 1) :]  # with this entry, the last HISTORY_LIMIT
-    history = f"{_ENCODE(list(earlier))[1:-1]},{entry}" if earlier else entry
+    history = entry
+    if context.history:  # with this entry, the last HISTORY_LIMIT
+        earlier = context.history[-(HISTORY_LIMIT - 1) :]
+        history = f"{_ENCODE(list(earlier))[1:-1]},{entry}"
     first = at if context.first_failed_at is None else format_time(context.first_failed_at)
     due = "" if due_at is None else f',"due_at":"{format_time(due_at)}"'
     return (
@@ -632,7 +634,8 @@ _ERROR_JSON: dict[tuple[type, str], str] = {}
 
 
 def _number(value: int) -> str:
-    return int.__repr__(value) if type(value) is int else _ENCODE(value)
+    # (an f-string formats an exact int as str() does, without int.__repr__'s slot-wrapper call)
+    return f"{value}" if type(value) is int else _ENCODE(value)
 
 
 def final_envelope(
@@ -684,6 +687,10 @@ def encode(envelope: Envelope) -> str:
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 # A str as that encoder writes it (quoted, escaped, non-ASCII kept), without its dispatch.
 _json_str: Callable[[str], str] = json.encoder.encode_basestring
+# The transports' names as JSON, written into every copy's history entry.
+_TRANSPORTS_JSON: dict[str | None, str] = {
+    name: _json_str(name) for name in ("sqs-delay", "sqs-hops", "scheduler", "visibility")
+}
 
 
 # --- size guard -----------------------------------------------------------------------------------
