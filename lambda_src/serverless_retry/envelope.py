@@ -572,26 +572,41 @@ def encode_next_envelope(
     and building the dicts only to have the encoder sort and walk them again cost as much as the rest
     of the retry decision. Only the parts that vary (the body, the attributes, earlier history) go
     through the JSON encoder; the rest is known keys in their sorted order."""
-    if incoming.kind == "invalid":
+    kind, body, attributes, context, _, _ = incoming  # (unpacked: a field read by name costs a lookup)
+    if kind == "invalid":
         raise ValueError("an invalid envelope must go to the retry-exhausted queue, not back into the loop")
     if decision.action != "retry":
         raise ValueError(f"next_envelope needs a retry decision, got {decision.action!r}")
-    context = incoming.context
     at = format_time(now)
     entry = (
         f'{{"at":"{at}","delay_seconds":{_number(decision.delay_seconds)},{_error_json(error)},'
-        f'"transport":{_json_str(decision.transport or "")}}}'
+        f'"transport":{_TRANSPORTS_JSON.get(decision.transport) or _json_str(decision.transport or "")}}}'
     )
-    earlier = context.history[-(HISTORY_LIMIT - 1) :]  # with this entry, the last HISTORY_LIMIT
-    history = f"{_ENCODE(list(earlier))[1:-1]},{entry}" if earlier else entry
+    history = entry
+    if context.history:  # with this entry, the last HISTORY_LIMIT
+        earlier = context.history[-(HISTORY_LIMIT - 1) :]
+        history = f"{_ENCODE(list(earlier))[1:-1]},{entry}"
     first = at if context.first_failed_at is None else format_time(context.first_failed_at)
     due = "" if due_at is None else f',"due_at":"{format_time(due_at)}"'
     return (
-        f'{{"attributes":{_ENCODE(incoming.attributes) if incoming.attributes else "{}"},"body":{_json_str(incoming.body)},'
+        f'{{"attributes":{_ENCODE(attributes) if attributes else "{}"},"body":{_json_str(body)},'
         f'"serverless_retry":{{"attempt":{_number(context.attempt + 1)}{due},'
         f'"first_failed_at":"{first}","history":[{history}],"id":{_json_str(context.id)},'
-        f'"source":{_json_str(context.source)},"v":{VERSION}}}}}'
+        f'"source":{_source_json(context.source)},"v":{VERSION}}}}}'
     )
+
+
+def _source_json(source: str) -> str:
+    """The source queue's ARN as JSON: every copy a consumer makes carries the same, remembered."""
+    text = _SOURCES_JSON.get(source)
+    if text is None:
+        if len(_SOURCES_JSON) >= 64:
+            _SOURCES_JSON.clear()
+        text = _SOURCES_JSON[source] = _json_str(source)
+    return text
+
+
+_SOURCES_JSON: dict[str, str] = {}
 
 
 def _error_json(error: BaseException) -> str:
@@ -619,7 +634,8 @@ _ERROR_JSON: dict[tuple[type, str], str] = {}
 
 
 def _number(value: int) -> str:
-    return int.__repr__(value) if type(value) is int else _ENCODE(value)
+    # (an f-string formats an exact int as str() does, without int.__repr__'s slot-wrapper call)
+    return f"{value}" if type(value) is int else _ENCODE(value)
 
 
 def final_envelope(
@@ -671,6 +687,10 @@ def encode(envelope: Envelope) -> str:
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 # A str as that encoder writes it (quoted, escaped, non-ASCII kept), without its dispatch.
 _json_str: Callable[[str], str] = json.encoder.encode_basestring
+# The transports' names as JSON, written into every copy's history entry.
+_TRANSPORTS_JSON: dict[str | None, str] = {
+    name: _json_str(name) for name in ("sqs-delay", "sqs-hops", "scheduler", "visibility")
+}
 
 
 # --- size guard -----------------------------------------------------------------------------------

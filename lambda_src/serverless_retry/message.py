@@ -9,12 +9,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.envelope import MessageAttribute, Outcome, RetryContext, attributes_from_record
+from serverless_retry.envelope import (
+    Incoming,
+    MessageAttribute,
+    Outcome,
+    RetryContext,
+    attributes_from_record,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-__all__ = ["Exhausted", "ExhaustedHook", "Message", "Processor", "first_delivery"]
+__all__ = [
+    "Exhausted",
+    "ExhaustedHook",
+    "Message",
+    "Processor",
+    "first_delivery",
+    "message_attributes",
+    "original_incoming",
+]
 
 
 @dataclass(frozen=True)
@@ -67,12 +81,29 @@ class Message:
             # ``attributes`` of an original message out and lets the first read convert them from
             # the record (Lambda's event form -> API form), as most processors never read them.
             if name == "attributes":
-                fields = self.__dict__
-                raw = fields["record"].get("messageAttributes") if "record" in fields else None
-                value = attributes_from_record(raw) if raw else {}
-                fields["attributes"] = value
-                return value
+                return message_attributes(self)
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def original_incoming(message: Message) -> Incoming:
+    """What ``envelope.original()`` would make of an original message's record, from the message
+    that already holds each part. Read from the instance dict: every attribute read on a Message
+    passes its ``__getattr__`` hook first, and the consumer makes one of these per failed record."""
+    fields = message.__dict__
+    parts = ("original", fields["body"], message_attributes(message), fields["retry"], None, None)
+    return tuple.__new__(Incoming, parts)  # (positional, as RecordFacts.of makes its facts)
+
+
+def message_attributes(message: Message) -> dict[str, MessageAttribute]:
+    """``message.attributes``, converted from the record on first read. The consumer reads them this
+    way: a read through ``__getattr__`` first raises and discards an AttributeError, some thousands
+    of instructions on every failed record."""
+    fields = message.__dict__
+    value: dict[str, MessageAttribute] | None = fields.get("attributes")
+    if value is None:
+        raw = fields["record"].get("messageAttributes") if "record" in fields else None
+        value = fields["attributes"] = attributes_from_record(raw) if raw else {}
+    return value
 
 
 def _event_attribute(attribute: MessageAttribute) -> dict[str, Any]:

@@ -19,13 +19,13 @@ is what must fit: an SQS delay longer than the retention becomes delay hops.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
 from serverless_retry.backoff import KeyedUniform
-from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, fits, parse_time
+from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, parse_time, sqs_message_size
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, Decision, RetryPolicy
 
 __all__ = [
@@ -118,8 +118,11 @@ class RecordFacts(NamedTuple):
         if type(attributes) is not dict and not isinstance(attributes, Mapping):
             attributes = {}
         try:
-            receive_count = max(1, int(attributes.get("ApproximateReceiveCount", 1)))
+            receive_count = int(attributes.get("ApproximateReceiveCount", 1))
         except (TypeError, ValueError):
+            receive_count = 1
+        # (not max(1, ...): the builtin costs more than the record's other reads)
+        if receive_count < 1:  # noqa: PLR1730
             receive_count = 1
         group = attributes.get("MessageGroupId")
         message_id = record.get("messageId", "")
@@ -144,13 +147,21 @@ class RecordFacts(NamedTuple):
 
 
 def decision_time(
-    record: RecordFacts, clock_now: datetime, *, in_place: bool, incoming: Incoming | None = None
+    record: RecordFacts,
+    clock_now: datetime | Callable[[], datetime],
+    *,
+    in_place: bool,
+    incoming: Incoming | None = None,
 ) -> datetime:
     """The "now" of every decision about this record (see the module docstring). A copy is never
-    decided before it was due: one that waited hidden in the queue was first received early."""
+    decided before it was due: one that waited hidden in the queue was first received early.
+    ``clock_now`` is the invocation's time, or a clock's ``now`` to read it only when the decision
+    takes it (a failed record that carries its own time does not pay for reading the clock)."""
     if in_place:
-        return clock_now
-    now = record.first_received_at or record.sent_at or clock_now
+        return clock_now if isinstance(clock_now, datetime) else clock_now()
+    now = record.first_received_at or record.sent_at
+    if now is None:
+        now = clock_now if isinstance(clock_now, datetime) else clock_now()
     due_text = incoming.meta.get("due_at") if incoming is not None and incoming.meta is not None else None
     return max(now, parse_time(due_text)) if due_text else now
 
@@ -216,6 +227,7 @@ class Copy(NamedTuple):
 
 
 Step = Final | InPlace | Copy
+_tuple_new = tuple.__new__
 
 
 class Wait(NamedTuple):
@@ -236,10 +248,17 @@ def _ceil_second(moment: datetime) -> datetime:
 
 def _due(now: datetime, delay: int) -> datetime:
     """``now`` + ``delay`` seconds, rounded up to the second (SQS delays and at() count whole seconds)."""
-    micros = now.microsecond
-    if micros:
-        return now + timedelta(0, delay + 1, -micros)  # positional: keywords cost a timedelta more
-    return now + _seconds(delay)
+    # A batch's records share their decision time (the same datetime, from _millis), so its ceiling is
+    # remembered: looking it up costs less than the timedelta that rounding it builds.
+    ceiling = _CEILINGS.get(now)
+    if ceiling is None or ceiling.tzinfo is not now.tzinfo:  # (one moment in two zones: one key)
+        if len(_CEILINGS) >= 256:
+            _CEILINGS.clear()
+        ceiling = _CEILINGS[now] = _ceil_second(now)
+    return ceiling + _seconds(delay)
+
+
+_CEILINGS: dict[datetime, datetime] = {}
 
 
 def _seconds(n: int) -> timedelta:
@@ -292,7 +311,7 @@ def plan_failure(
         first_failed_at=first_failed_at,
         now=now,
         rand=KeyedUniform(f"{seed}:{context.id}:{attempt}"),
-        previous_delay=context.previous_delay,
+        previous_delay=context.previous_delay if context.history else None,  # (a property call saved)
     )
     if decision.action != "retry":
         return Final(_outcome(decision), decision.reason, decision)
@@ -316,16 +335,17 @@ def plan_failure(
         transport = "scheduler" if queue.scheduler else "sqs-hops"
     else:
         transport = "sqs-delay" if delay <= hop_limit(queue.retention_seconds) else "sqs-hops"
-    decision = _retransport(decision, transport, delay)
+    if decision.transport != transport:  # (else the decision stands as it is)
+        decision = _retransport(decision, transport, delay)
     due_at = _due(now, delay)
     body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at)
-    if not fits(body, queue.max_message_bytes):
+    if sqs_message_size(body) > queue.max_message_bytes:
         reason = (
             f"the retry envelope does not fit the queue's maximum message size of "
             f"{queue.max_message_bytes} bytes"
         )
         return Final("too-large-to-retry", reason, decision)
-    return Copy(transport, delay, due_at, body, decision)
+    return _tuple_new(Copy, (transport, delay, due_at, body, decision))  # (positional: as RecordFacts)
 
 
 def arrival(incoming: Incoming, record: RecordFacts, queue: QueueFacts, *, now: datetime) -> Wait | None:

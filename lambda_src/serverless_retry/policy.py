@@ -239,6 +239,9 @@ class Decision(NamedTuple):
     error_type: str  # type(exc).__name__
 
 
+_tuple_new = tuple.__new__
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 5
@@ -482,7 +485,9 @@ class RetryPolicy:
             transport = "scheduler"
         matched_text = "no rule matched" if index is None else f"rules[{index}]"
         reason = f"retry {attempt + 1} in {seconds} s via {transport} ({matched_text}; {why})"
-        return Decision("retry", seconds, transport, attempt, index, reason, error_type)
+        # (made through tuple.__new__, as every retried record makes one: the NamedTuple's own __new__
+        # adds a Python call that costs more than the tuple)
+        return _tuple_new(Decision, ("retry", seconds, transport, attempt, index, reason, error_type))
 
 
 # --- reading errors defensively: a processor may raise anything, and deciding must not fail -------

@@ -4,7 +4,7 @@ items 2, 3, 4 and 13), tested without AWS."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
@@ -193,3 +193,32 @@ def test_record_facts_tolerate_odd_attributes(attributes: dict[str, str]) -> Non
     assert facts.receive_count == 1
     assert facts.sent_at is None
     assert decision_time(facts, T0, in_place=False) == T0
+
+
+def test_decision_time_reads_the_clock_only_when_the_decision_takes_it() -> None:
+    reads: list[datetime] = []
+
+    def clock_now() -> datetime:
+        reads.append(T0 + timedelta(seconds=99))
+        return reads[-1]
+
+    own = record(first=T0 + timedelta(seconds=2))
+    assert decision_time(own, clock_now, in_place=False) == T0 + timedelta(seconds=2)
+    assert reads == []  # a copy's decision is the record's own time: the clock is not read
+    timeless = RecordFacts("m-1", 1, None, None, None)
+    assert decision_time(timeless, clock_now, in_place=False) == T0 + timedelta(seconds=99)
+    assert decision_time(own, clock_now, in_place=True) == T0 + timedelta(seconds=99)  # in place: now
+    assert len(reads) == 2
+
+
+@pytest.mark.parametrize("micros", [0, 1, 999_999])
+def test_a_copy_s_due_time_is_rounded_up_to_the_second_in_the_decision_s_own_zone(micros: int) -> None:
+    paris = timezone(timedelta(hours=1))
+    utc_now = T0.replace(microsecond=micros)
+    for now in (utc_now, utc_now.astimezone(paris), utc_now):  # one moment in two zones, in turn
+        step = plan_failure(policy(), QueueFacts(), record(), original(), RetryableError("x"), now=now)
+        assert isinstance(step, Copy)
+        expected = T0 + timedelta(seconds=30 + (1 if micros else 0))
+        assert step.due_at == expected
+        assert step.due_at.tzinfo is now.tzinfo  # not the zone the same moment was first seen in
+        assert step.due_at.microsecond == 0

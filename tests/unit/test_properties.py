@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serverless_retry.backoff import JITTERS, MAX_DELAY_SECONDS, STRATEGIES, Backoff
+from serverless_retry.delivery import Outgoing, send_delay
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
     HISTORY_LIMIT,
@@ -21,10 +22,12 @@ from serverless_retry.envelope import (
     encode,
     encode_next_envelope,
     next_envelope,
+    original,
     sqs_message_size,
     unwrap,
 )
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
+from serverless_retry.message import first_delivery, original_incoming
 from serverless_retry.policy import (
     SQS_MAX_DELAY_SECONDS,
     TRANSPORTS,
@@ -65,6 +68,49 @@ def test_delay_is_always_within_zero_and_the_cap(
     delay = backoff.delay(retry_number, random.Random(seed), previous)
     assert 0 <= delay <= backoff.max_seconds
     assert not math.isnan(delay)
+
+
+class _Draw:
+    """A Uniform that answers any value, NaN and infinities included, to reach the clamp itself."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def uniform(self, a: float, b: float) -> float:
+        return self.value
+
+
+@FAST
+@given(backoffs(), retry_numbers, st.floats(allow_nan=True, allow_infinity=True), previous_delays)
+def test_delay_clamps_any_draw_as_min_max_would(
+    backoff: Backoff, retry_number: int, draw: float, previous: float | None
+) -> None:
+    # delay() clamps with comparisons instead of min(max(value, 0.0), cap): the same value, NaN too
+    delay = backoff.delay(retry_number, _Draw(draw), previous)
+    if backoff.jitter == "none":
+        draw = backoff.base_delay(retry_number)
+    elif backoff.jitter == "equal":
+        draw = backoff.base_delay(retry_number) / 2 + draw
+    expected = min(max(draw, 0.0), float(backoff.max_seconds))
+    assert delay == expected or (math.isnan(delay) and math.isnan(expected))
+
+
+@FAST
+@given(
+    st.integers(-10_000, 10_000),
+    st.one_of(st.none(), st.integers(-2_000_000, 2_000_000)),
+    st.one_of(st.none(), st.integers(-2_000_000_000, 2_000_000_000)),
+)
+def test_send_delay_is_the_time_left_clamped_as_min_max_would(
+    delay_seconds: int, due_offset_ms: int | None, now_offset_us: int | None
+) -> None:
+    due_at = None if due_offset_ms is None else NOW + timedelta(milliseconds=due_offset_ms)
+    now = None if now_offset_us is None else NOW + timedelta(microseconds=now_offset_us)
+    delay = delay_seconds
+    if due_at is not None and now is not None:
+        delay = min(delay, math.ceil((due_at - now).total_seconds()))
+    expected = max(0, min(delay, SQS_MAX_DELAY_SECONDS))
+    assert send_delay(Outgoing("m", "b", delay_seconds=delay_seconds, due_at=due_at), now) == expected
 
 
 @FAST
@@ -222,6 +268,37 @@ def _original(body: str, attributes: dict[str, MessageAttribute], message_id: st
     # built directly: an arbitrary body may itself look like an envelope, which unwrap would judge
     context = RetryContext(message_id, 1, None, (), "arn:aws:sqs:us-east-1:123456789012:q")
     return Incoming("original", body, attributes, context, None, None)
+
+
+def _event_form(attribute: MessageAttribute) -> dict[str, Any]:
+    """A message attribute as a Lambda SQS record carries it."""
+    out: dict[str, Any] = {"dataType": attribute["DataType"], "stringListValues": [], "binaryListValues": []}
+    if "StringValue" in attribute:
+        out["stringValue"] = attribute["StringValue"]
+    if "BinaryValue" in attribute:
+        out["binaryValue"] = attribute["BinaryValue"]
+    return out
+
+
+@FAST
+@given(sqs_body, attribute_maps, st.integers(1, 14), st.booleans())
+def test_a_failed_original_s_incoming_is_what_envelope_original_makes_of_its_record(
+    body: str, attributes: dict[str, MessageAttribute], attempt: int, read_first: bool
+) -> None:
+    # The consumer builds a failed original's Incoming from its Message (message.original_incoming)
+    # instead of through envelope.original(): the same Incoming, whether or not the processor read
+    # the attributes first.
+    source = "arn:aws:sqs:us-east-1:123456789012:q"
+    record = {
+        "messageId": "m-1",
+        "body": body,
+        "messageAttributes": {n: _event_form(a) for n, a in attributes.items()},
+    }
+    message = first_delivery("m-1", body, record, source, attempt)
+    if read_first:
+        assert message.attributes == attributes
+    expected = original(body, attributes, message_id="m-1", source=source, receive_count=attempt)
+    assert original_incoming(message) == expected
 
 
 @FAST

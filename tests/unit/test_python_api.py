@@ -18,7 +18,7 @@ from serverless_retry import (
     self_healing,
 )
 from serverless_retry.envelope import unwrap
-from serverless_retry.message import first_delivery
+from serverless_retry.message import first_delivery, message_attributes
 from serverless_retry.testing import lambda_context, sqs_record
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:orders"
@@ -41,6 +41,25 @@ def test_a_first_delivery_s_sqs_record_is_its_own_record_built_once() -> None:
     assert view.json_body == {"order": "o-1"}
     assert view.message_attributes["tenant"].string_value == "acme"  # type: ignore[union-attr]
     assert message.sqs_record is view  # built on first read, then kept
+
+
+def test_a_first_delivery_s_attributes_convert_once_whichever_way_they_are_read() -> None:
+    record = sqs_record({"order": "o-1"}, queue_arn=ARN, attributes={"tenant": "acme"})
+    expected = {"tenant": {"DataType": "String", "StringValue": "acme"}}
+
+    read_by_consumer = first_delivery(record["messageId"], record["body"], record, ARN)
+    converted = message_attributes(read_by_consumer)
+    assert converted == expected
+    assert read_by_consumer.attributes is converted  # the processor then sees that very dict
+
+    read_by_processor = first_delivery(record["messageId"], record["body"], record, ARN)
+    read_by_processor.attributes["tenant"]["StringValue"] = "edited"  # a processor's own change...
+    assert message_attributes(read_by_processor)["tenant"]["StringValue"] == "edited"  # ...is kept
+
+    bare = sqs_record({"order": "o-2"}, queue_arn=ARN)
+    assert message_attributes(first_delivery(bare["messageId"], bare["body"], bare, ARN)) == {}
+    built = Message("m", "b", expected, RetryContext("m", 1, None, (), ARN), record)
+    assert message_attributes(built) is expected
 
 
 def test_a_retry_copy_s_sqs_record_is_the_unwrapped_record() -> None:
