@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,28 +100,23 @@ class SharedProvider:
     Only those two commands attach, and `test` only when every test file of the directory mocks
     the provider (``mock_provider "aws"``): they ask it for its schema and to validate, never to
     configure, so concurrent Terraform processes cannot disturb one another. Plans and applies
-    against an emulator start a provider of their own, configured with that emulator's endpoint.
+    against an endpoint configure the provider: they get one of their own (``attached_provider``).
     """
-
-    _REATTACH = re.compile(r"TF_REATTACH_PROVIDERS='(\{.*\})'")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._provider: DebugProvider | None = None
         self._reattach: str | None = None
-        self._log: Path | None = None
 
     def env(self, args: Sequence[str], cwd: Path) -> dict[str, str]:
         if not args or args[0] not in ("test", "validate") or not self._mocked(args, cwd):
             return {}
-        binaries = sorted(
-            (cwd / ".terraform" / "providers").glob("*/hashicorp/aws/*/*/terraform-provider-aws*")
-        )
-        if not binaries:
+        binary = DebugProvider.binary(cwd)
+        if binary is None:
             return {}
         with self._lock:
             if self._reattach is None:
-                self._reattach = self._start(binaries[-1])
+                self._reattach = self._start(binary)
         return {"TF_REATTACH_PROVIDERS": self._reattach}
 
     @staticmethod
@@ -133,26 +128,65 @@ class SharedProvider:
         return bool(files) and all('mock_provider "aws"' in f.read_text(encoding="utf-8") for f in files)
 
     def _start(self, binary: Path) -> str:
-        log = self._log = Path(tempfile.mkstemp(prefix="serverless-retry-provider-", suffix=".log")[1])
-        # Its output goes to a file: a pipe nobody reads would fill and stop the provider.
-        with log.open("wb") as out:
-            self._proc = subprocess.Popen(
-                [*NICE, str(binary), "-debug"], stdout=out, stderr=subprocess.STDOUT, env=terraform_env()
-            )
+        self._provider = DebugProvider(binary, Path.cwd(), terraform_env())
         atexit.register(self.close)
+        return self._provider.reattach
+
+    def close(self) -> None:
+        provider, self._provider = self._provider, None
+        self._reattach = None
+        if provider is not None:
+            provider.close()
+
+
+class DebugProvider:
+    """The AWS provider started in its -debug mode: Terraform attaches to it (``reattach``, the value
+    of TF_REATTACH_PROVIDERS) instead of starting a provider of its own for every step. Started with
+    ``cwd`` and ``env`` as Terraform would start it: relative paths (a function's zip) resolve alike."""
+
+    _REATTACH = re.compile(r"TF_REATTACH_PROVIDERS='(\{.*\})'")
+
+    def __init__(self, binary: Path, cwd: Path, env: Mapping[str, str], *, niced: bool = True) -> None:
+        self._log = Path(tempfile.mkstemp(prefix="serverless-retry-provider-", suffix=".log")[1])
+        # Its output goes to a file: a pipe nobody reads would fill and stop the provider.
+        with self._log.open("wb") as out:
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [*(NICE if niced else []), str(binary), "-debug"],
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                # Without AWS_CA_BUNDLE: given one, a provider configured a second time (the plan after
+                # an apply) fails ("unable to add custom RootCAs HTTPClient"). Our endpoints are plain
+                # http. Its logs off: in -debug mode it writes every request at trace level.
+                env={
+                    **{k: v for k, v in env.items() if k != "AWS_CA_BUNDLE"},
+                    **dict.fromkeys(("TF_LOG_PROVIDER", "TF_LOG_SDK", "TF_LOG_SDK_PROTO"), "off"),
+                },
+            )
+        self.reattach = self._wait(binary)
+
+    def _wait(self, binary: Path) -> str:
+        assert self._proc is not None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self._proc.poll() is None:
-            found = self._REATTACH.search(log.read_text(encoding="utf-8", errors="replace"))
+            found = self._REATTACH.search(self._log.read_text(encoding="utf-8", errors="replace"))
             if found:
                 return found.group(1)
             time.sleep(0.1)
-        raise AssertionError(
-            f"{binary} -debug printed no reattach line:\n{log.read_text(errors='replace')[-2000:]}"
+        text = self._log.read_text(errors="replace")[-2000:]
+        self.close()
+        raise AssertionError(f"{binary} -debug printed no reattach line:\n{text}")
+
+    @staticmethod
+    def binary(directory: Path) -> Path | None:
+        """The AWS provider ``terraform init`` installed for ``directory``, if any."""
+        found = sorted(
+            (directory / ".terraform" / "providers").glob("*/hashicorp/aws/*/*/terraform-provider-aws*")
         )
+        return found[-1] if found else None
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
-        self._reattach = None
         if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
@@ -160,8 +194,27 @@ class SharedProvider:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
-        if self._log is not None:
-            self._log.unlink(missing_ok=True)
+        self._log.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def attached_provider(
+    directory: Path, env: Mapping[str, str], *, niced: bool = True
+) -> Iterator[dict[str, str]]:
+    """TF_REATTACH_PROVIDERS (empty before ``terraform init``) for one provider that serves every
+    Terraform command run in ``directory`` inside the block, one after another: each configures it
+    anew, as it would a provider it started. An apply, its plan and output started ~7 providers, each
+    ~1 s of CPU loading the schema before doing anything. Not for commands running side by side with
+    different configurations: they would configure the one provider in turn."""
+    binary = DebugProvider.binary(directory)
+    if binary is None:
+        yield {}
+        return
+    provider = DebugProvider(binary, directory, env, niced=niced)
+    try:
+        yield {"TF_REATTACH_PROVIDERS": provider.reattach}
+    finally:
+        provider.close()
 
 
 SHARED_PROVIDER = SharedProvider()
@@ -198,7 +251,13 @@ class Terraform:
         )
 
     def run_until(
-        self, args: Sequence[str], cwd: Path, stop: Callable[[str], bool], *, timeout: float = 300
+        self,
+        args: Sequence[str],
+        cwd: Path,
+        stop: Callable[[str], bool],
+        *,
+        timeout: float = 300,
+        extra_env: Mapping[str, str] | None = None,
     ) -> tuple[str, bool]:
         """``terraform ARGS``, its output (stderr merged) read line by line; once ``stop(line)`` says
         so, the process and its providers are killed (SIGKILL to its process group: an interrupted
@@ -207,7 +266,7 @@ class Terraform:
         proc = subprocess.Popen(
             [*self._command, *args],
             cwd=cwd,
-            env={**self.env, **SHARED_PROVIDER.env(args, cwd)},
+            env={**self.env, **SHARED_PROVIDER.env(args, cwd), **(extra_env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

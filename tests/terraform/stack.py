@@ -37,7 +37,7 @@ import boto3
 import pytest
 from serverless_retry_tools.local.emulator import Emulator
 
-from tests.terraform.conftest import ROOT, Terraform, ignore_state, terraform_env
+from tests.terraform.conftest import ROOT, Terraform, attached_provider, ignore_state, terraform_env
 from tests.terraform.conftest import init as terraform_init
 
 
@@ -223,16 +223,21 @@ class SharedStack:
         init = terraform_init(self._terraform, directory)
         if init.returncode != 0:
             raise RuntimeError(f"terraform init:\n{init.stdout}\n{init.stderr}")
-        apply = run(["apply", "-auto-approve", "-no-color", *tf_vars], directory, extra_env=env, timeout=600)
-        if apply.returncode != 0:
-            raise RuntimeError(
-                f"terraform apply:\n{apply.stdout}\n{apply.stderr}\n(log: {self._tmp / 'emulator.log'})"
+        # One provider for the apply, the plan after it and the output (conftest.attached_provider).
+        with attached_provider(directory, {**self._terraform.env, **env}, niced=False) as attached:
+            env = {**env, **attached}
+            apply = run(
+                ["apply", "-auto-approve", "-no-color", *tf_vars], directory, extra_env=env, timeout=600
             )
-        # The second plan right after the apply, before any test changes the stack.
-        second_plan = run(
-            ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
-        )
-        output = run(["output", "-json"], directory, extra_env=env)
+            if apply.returncode != 0:
+                raise RuntimeError(
+                    f"terraform apply:\n{apply.stdout}\n{apply.stderr}\n(log: {self._tmp / 'emulator.log'})"
+                )
+            # The second plan right after the apply, before any test changes the stack.
+            second_plan = run(
+                ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
+            )
+            output = run(["output", "-json"], directory, extra_env=env)
         outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
         return Applied(self.spec, self._emulator, directory, variables, outputs, second_plan)
 

@@ -22,7 +22,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from tests.terraform.checkov import checkov_executable, run_checkov
-from tests.terraform.conftest import Workspace, init
+from tests.terraform.conftest import Workspace, attached_provider, init
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 SUBNET = "subnet-0a1b2c3d4e5f60718"
@@ -120,11 +120,14 @@ def plan_json(workspace: Workspace, moto_server: str) -> Path:
     terraform = workspace.terraform
     result = init(terraform, directory)
     assert result.returncode == 0, result.stdout + result.stderr
-    result = terraform.run(
-        ["plan", "-no-color", "-input=false", "-out=plan.tfplan", f"-var=endpoint={moto_server}"], directory
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    shown = terraform.run(["show", "-json", "plan.tfplan"], directory)
+    with attached_provider(directory, terraform.env) as attached:
+        result = terraform.run(
+            ["plan", "-no-color", "-input=false", "-out=plan.tfplan", f"-var=endpoint={moto_server}"],
+            directory,
+            extra_env=attached,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        shown = terraform.run(["show", "-json", "plan.tfplan"], directory, extra_env=attached)
     assert shown.returncode == 0, shown.stderr
     path = directory / "plan.json"
     path.write_text(shown.stdout, encoding="utf-8")

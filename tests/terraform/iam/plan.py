@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.terraform.conftest import Workspace, init
+from tests.terraform.conftest import Workspace, attached_provider, init
 from tests.terraform.tftest_runs import hcl_literal
 
 REGION = "us-east-1"
@@ -133,7 +133,9 @@ class _Run:
     planned: Planned = field(default_factory=Planned)
 
 
-def _terraform_test(root: Path, workspace: Workspace, text: str) -> _Run:
+def _terraform_test(
+    root: Path, workspace: Workspace, text: str, extra_env: Mapping[str, str] | None = None
+) -> _Run:
     """One run block (``text`` is the whole test file) in one `terraform test` process."""
     tests = root / "tests"
     if tests.exists():
@@ -160,7 +162,7 @@ def _terraform_test(root: Path, workspace: Workspace, text: str) -> _Run:
         return teardown and seen_state and run.status == "pass"
 
     stdout, _ = workspace.terraform.run_until(
-        ["test", "-json", "-verbose", "-no-color"], root, done, timeout=900
+        ["test", "-json", "-verbose", "-no-color"], root, done, timeout=900, extra_env=extra_env
     )
     for line in stdout.splitlines():
         try:
@@ -247,11 +249,14 @@ def plan_with_arns(
         f'override_data {{\n  target = {p}data.aws_caller_identity.current\n  values = {{ account_id = "{ACCOUNT}" }}\n}}\n'
         for p in sorted(prefixes)
     )
-    applied = _terraform_test(
-        root,
-        workspace,
-        f'{REAL_PROVIDER}{identity}run "arns" {{\n  command = apply\n{"".join(overrides)}}}\n',
-    ).planned
+    # The real provider, configured once (offline): one of its own rather than one per step.
+    with attached_provider(root, workspace.terraform.env) as attached:
+        applied = _terraform_test(
+            root,
+            workspace,
+            f'{REAL_PROVIDER}{identity}run "arns" {{\n  command = apply\n{"".join(overrides)}}}\n',
+            attached,
+        ).planned
     out: dict[str, Planned] = {}
     for case in cases:
         mine = f"module.{case}."
