@@ -20,7 +20,7 @@ from serverless_retry_tools.local.native_workload import (
     build_native_workload,
 )
 
-from tests.terraform.conftest import Terraform, terraform_env
+from tests.terraform.conftest import Terraform, attached_provider, terraform_env
 from tests.terraform.stack import Applied, used_after
 
 pytestmark = pytest.mark.integration
@@ -36,18 +36,22 @@ def _apply(native: Applied, release: str) -> None:
     nothing else changes the stack, and it halves the apply on a loaded machine, which is what the
     fix's budget (4 visibility timeouts of 18 real seconds at the stack's x10) has to cover."""
     variables = {**native.variables, "release": release}
-    result = Terraform(terraform_env(), niced=False).run(  # on a deadline: never niced
-        [
-            "apply",
-            "-auto-approve",
-            "-no-color",
-            "-refresh=false",
-            *(f"-var={k}={v}" for k, v in variables.items()),
-        ],
-        native.directory,
-        extra_env=native.emulator.env(),
-        timeout=300,
-    )
+    terraform = Terraform(terraform_env(), niced=False)  # on a deadline: never niced
+    env = native.emulator.env()
+    # One provider of its own for the apply (conftest.attached_provider): Terraform would start ~4.
+    with attached_provider(native.directory, {**terraform.env, **env}, niced=False) as attached:
+        result = terraform.run(
+            [
+                "apply",
+                "-auto-approve",
+                "-no-color",
+                "-refresh=false",
+                *(f"-var={k}={v}" for k, v in variables.items()),
+            ],
+            native.directory,
+            extra_env={**env, **attached},
+            timeout=300,
+        )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
