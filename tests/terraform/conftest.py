@@ -91,13 +91,13 @@ def terraform_env() -> dict[str, str]:
 
 
 class SharedProvider:
-    """One AWS provider process for every mocked `terraform test` and `validate` of this pytest
+    """One AWS provider process for every mocked `terraform test`, `validate` and `console` of this pytest
     process, which Terraform attaches to (TF_REATTACH_PROVIDERS, the provider's -debug mode)
     instead of starting the provider again for each run block: a start costs ~1 s of CPU (its
     schema), and the suite has ~300 such runs. Measured on the consumer module's 40 runs: 100 s and
     ~48 s of CPU before, 15 s and ~16 s after.
 
-    Only those two commands attach, and `test` only when every test file of the directory mocks
+    Only those commands attach, and `test` only when every test file of the directory mocks
     the provider (``mock_provider "aws"``): they ask it for its schema and to validate, never to
     configure, so concurrent Terraform processes cannot disturb one another. Plans and applies
     against an endpoint configure the provider: they get one of their own (``attached_provider``).
@@ -109,7 +109,7 @@ class SharedProvider:
         self._reattach: str | None = None
 
     def env(self, args: Sequence[str], cwd: Path) -> dict[str, str]:
-        if not args or args[0] not in ("test", "validate") or not self._mocked(args, cwd):
+        if not args or args[0] not in ("test", "validate", "console") or not self._mocked(args, cwd):
             return {}
         binary = DebugProvider.binary(cwd)
         if binary is None:
@@ -121,7 +121,7 @@ class SharedProvider:
 
     @staticmethod
     def _mocked(args: Sequence[str], cwd: Path) -> bool:
-        if args[0] == "validate":
+        if args[0] in ("validate", "console"):  # (console asks only for the schema, as validate)
             return True
         directory = next((a.split("=", 1)[1] for a in args if a.startswith("-test-directory=")), "tests")
         files = list((cwd / directory).glob("*.tftest.hcl"))
