@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from serverless_retry_tools.local.lambda_async import (
     ASYNC_QUEUE_NAME,
@@ -62,7 +62,7 @@ def _error(code: str, message: str, status: int = 400) -> Exception:
 
     error = JsonRESTError(code, message)
     error.code = status
-    return error
+    return cast(Exception, error)
 
 
 # --- the internal queue ------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def install_logical_sqs(clock: HeldClock, on_change: QueueChanged | None = None)
     from moto.core import utils as core_utils
     from moto.sqs import models
 
-    real_unix_time = core_utils.unix_time
+    real_unix_time: Callable[[Any], float] = core_utils.unix_time
     # .now: the instant of this thread's receive pass, or None; .seen: the queue's changes then.
     scan = threading.local()
 
