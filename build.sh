@@ -149,25 +149,24 @@ warm_bytecode() {
 # Once .venv is complete (still beside test_prerequisites): the Lambda runtime Python, in the
 # background, and the bytecode.
 LAMBDA_PYTHON_PID=""
+LINT_PID=""
+LINT_LOG="build/lint.log"
 test_venv_ready() {
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Not niced: the first
   # integration tests, minutes of logical time on a real-time budget, wait for it.
   "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
   LAMBDA_PYTHON_PID=$!
+  start_lint
   warm_bytecode
 }
 
-cmd_test() {
-  mkdir -p build
-  ON_VENV_READY=test_venv_ready ensure_venv test_prerequisites
-  # shellcheck source=scripts/tf-env.sh
-  source scripts/tf-env.sh
-  # Lint and types need no test, and no test needs them: they run beside pytest (mypy is one busy
-  # core for ~30 s on a fresh clone) and report when pytest is done. Niced: they take the CPU the
-  # tests leave idle (the suite waits on logical-clock timers now and then) rather than slow them.
-  log "ruff, ruff format --check, mypy (strict), mkdocs build --strict: beside pytest, reported after it"
-  local lint_log="build/lint.log"
+# Lint and types need no test, and no test needs them: they start as soon as .venv is complete, on
+# the core warm_bytecode leaves idle (it is one process), and report when pytest is done. Niced:
+# later they take the CPU the tests leave idle (the suite waits on logical-clock timers now and
+# then) rather than slow them.
+start_lint() {
+  log "ruff, ruff format --check, mypy (strict), mkdocs build --strict: beside the tests, reported after them"
   (
     set -e
     renice -n 10 -p "$BASHPID" > /dev/null || true
@@ -176,8 +175,15 @@ cmd_test() {
     "$VENV/bin/mypy"
     # The documentation site: a broken link, a missing anchor or a page left out of the nav fails.
     NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir build/site
-  ) > "$lint_log" 2>&1 &
-  local lint_pid=$!
+  ) > "$LINT_LOG" 2>&1 &
+  LINT_PID=$!
+}
+
+cmd_test() {
+  mkdir -p build
+  ON_VENV_READY=test_venv_ready ensure_venv test_prerequisites
+  # shellcheck source=scripts/tf-env.sh
+  source scripts/tf-env.sh
   export SERVERLESS_RETRY_CHECKOV="$CHECKOV_VENV/bin/checkov"
   # Four workers on two cores: the suite often waits (logical-clock timers, emulators, terraform
   # against moto). Two workers at most hold waiting work (tests/scheduling.py's lanes), the timing-
@@ -191,10 +197,10 @@ cmd_test() {
   local status=0
   "$VENV/bin/python" -m pytest -n "${SERVERLESS_RETRY_TEST_WORKERS:-4}" "$@" || status=$?
   log "ruff, mypy, mkdocs"
-  if ! wait "$lint_pid"; then
+  if ! wait "$LINT_PID"; then
     status=1
   fi
-  cat "$lint_log"
+  cat "$LINT_LOG"
   wait "$LAMBDA_PYTHON_PID" || log "no Lambda runtime Python prepared (see build/lambda-python.log): workers fell back"
   return "$status"
 }
