@@ -19,14 +19,12 @@ from typing import Any
 
 import pytest
 from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE
-from serverless_retry_tools.local.moto_speedups import memoize_name_conversion
 
 from tests.scheduling import LaneScheduling, spread
 from tests.support.botocore_cache import share_parsed_data
 from tests.terraform.stack import REGISTRY, STACKS, Applied, StackSpec, attach, group
 
 share_parsed_data()  # every process of the run (controller and workers) imports this file first
-memoize_name_conversion()  # for the moto tests run in-process (mock_aws); emulators do it themselves
 
 # The workerinput key that tells xdist workers where the controller publishes the applied stacks.
 STACK_DIR = "serverless_retry_stack_dir"

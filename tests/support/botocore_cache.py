@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from botocore import hooks, loaders
+from botocore import loaders
 
 # Data files read whole and only read afterwards (EndpointResolver and friends keep them as given).
 _SHARED_DATA = frozenset({"endpoints", "partitions"})
@@ -55,20 +55,3 @@ def share_parsed_data() -> None:
 
     loaders.Loader.load_data_with_path = shared_data_with_path  # type: ignore[method-assign]
     loaders.Loader.load_service_model = shared_service_model  # type: ignore[method-assign]
-    _share_event_aliases()
-
-
-def _share_event_aliases() -> None:
-    """Every Session's event emitter maps each event name it meets to its alias once (~35 us: a scan
-    of botocore's alias table), in a cache of its own: with a fresh Session per test, ~100,000 of
-    them in the functional tier alone. With botocore's own table the answer depends on the name
-    only, so emitters using that table share one cache (a race only computes a name twice)."""
-    aliaser_init: Callable[..., None] = hooks.EventAliaser.__init__
-    shared: dict[str, str] = {}
-
-    def init(self: hooks.EventAliaser, event_emitter: Any, event_aliases: Any = None) -> None:
-        aliaser_init(self, event_emitter, event_aliases)
-        if event_aliases is None:
-            self._alias_name_cache = shared  # type: ignore[attr-defined]
-
-    hooks.EventAliaser.__init__ = init  # type: ignore[method-assign]

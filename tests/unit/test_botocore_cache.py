@@ -1,12 +1,11 @@
-"""tests/support/botocore_cache.py: Sessions share botocore's parsed data and event aliases; clients still
-work."""
+"""tests/support/botocore_cache.py: Sessions share botocore's parsed data, and clients still work."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import boto3
-from botocore import hooks, loaders
+from botocore import loaders
 
 from tests.support.botocore_cache import share_parsed_data
 
@@ -31,23 +30,3 @@ def test_a_loader_with_other_search_paths_reads_its_own_data(tmp_path: Path) -> 
     assert mine.load_data_with_path("endpoints")[0] == {"partitions": [], "version": 3}
     default = boto3.session.Session()._session.get_component("data_loader")
     assert default.load_data_with_path("endpoints")[0]["partitions"]
-
-
-def test_sessions_share_event_aliases_and_still_alias() -> None:
-    share_parsed_data()
-    first, second = boto3.session.Session(), boto3.session.Session()
-    events_a, events_b = first.events, second.events
-    assert events_a is not events_b
-    assert events_a._alias_name_cache is events_b._alias_name_cache
-    # botocore's table renames "apigateway" to "api-gateway": a handler registered under the old name
-    # on one Session still hears the new name, after the other Session has cached that alias.
-    heard: list[str] = []
-    events_b.emit("serverless-retry-test.apigateway.GetRestApis")
-    events_a.register("serverless-retry-test.apigateway.GetRestApis", lambda **kwargs: heard.append("a"))
-    events_a.emit("serverless-retry-test.api-gateway.GetRestApis")
-    assert heard == ["a"]
-    # An emitter with a table of its own keeps a cache of its own.
-    own = hooks.EventAliaser(hooks.HierarchicalEmitter(), {"sqs": "queues"})
-    assert own._alias_name_cache is not events_a._alias_name_cache
-    assert own._alias_event_name("before-call.sqs.SendMessage") == "before-call.queues.SendMessage"
-    assert events_a._alias_event_name("before-call.sqs.SendMessage") == "before-call.sqs.SendMessage"

@@ -45,7 +45,6 @@ from serverless_retry_tools.local.moto_patches import (
     apply_patches,
     deployed_layer_zip,
 )
-from serverless_retry_tools.local.moto_speedups import memoize_name_conversion
 from serverless_retry_tools.local.ready_file import talk_environment, write_json_atomically
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -153,7 +152,6 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
     _list_moto_modules_once()
-    memoize_name_conversion()
     app = DomainDispatcherApplication(create_backend_app)
     server = make_server(
         args.host,
