@@ -146,8 +146,8 @@ warm_bytecode() {
   "$VENV/bin/python" -m pytest -p no:cacheprovider -n 0 --collect-only -q > build/warm-bytecode.log 2>&1 || true
 }
 
-# Once .venv is complete (still beside test_prerequisites): the Lambda runtime Python, in the
-# background, and the bytecode.
+# Once .venv is complete (still beside test_prerequisites): the Lambda runtime Python and the lint
+# step, in the background, and the bytecode.
 LAMBDA_PYTHON_PID=""
 LINT_PID=""
 LINT_LOG="build/lint.log"
