@@ -21,7 +21,6 @@ Under the stack's temporary directory (outside the checkout):
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -29,8 +28,7 @@ import sys
 from pathlib import Path
 
 from tests.support.readme import quickstarts
-from tests.terraform.conftest import ROOT, attached_provider, ignore_state
-from tests.terraform.conftest import init as terraform_init
+from tests.terraform.conftest import ROOT, ignore_state
 from tests.terraform.stack import Applied, SharedStack
 
 TAG = "v0.2.0-test"
@@ -161,21 +159,5 @@ class OutsideStack(SharedStack):
         user_code(home, root / "build")
         self._emulator.start()
         user_root(root, clone, self._emulator.url, self._emulator.region)
-        env = self._emulator.env()
-        terraform = self._terraform
-        init = terraform_init(terraform, root)
-        if init.returncode != 0:
-            raise RuntimeError(f"terraform init:\n{init.stdout}\n{init.stderr}")
-        # One provider for the three commands, as for the example stacks: the same binary a user's
-        # Terraform starts, started once (tests/terraform/conftest.attached_provider).
-        with attached_provider(root, {**terraform.env, **env}, niced=False) as attached:
-            env = {**env, **attached}
-            apply = terraform.run(["apply", "-auto-approve", "-no-color"], root, extra_env=env, timeout=600)
-            if apply.returncode != 0:
-                raise RuntimeError(f"terraform apply:\n{apply.stdout}\n{apply.stderr}")
-            second_plan = terraform.run(
-                ["plan", "-detailed-exitcode", "-no-color"], root, extra_env=env, timeout=300
-            )
-            output = terraform.run(["output", "-json"], root, extra_env=env)
-        outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
+        second_plan, outputs = self._deploy(root)
         return Applied(self.spec, self._emulator, root, {}, outputs, second_plan)

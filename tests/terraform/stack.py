@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,9 +217,17 @@ class SharedStack:
         directory = self._tmp / self.spec.root
         package = self._package()
         self._emulator.start()
-        env = self._emulator.env()
         variables = {"aws_endpoint_url": self._emulator.url, "package": str(package), **self.spec.variables}
         tf_vars = [f"-var={k}={v}" for k, v in variables.items()]
+        second_plan, outputs = self._deploy(directory, tf_vars)
+        return Applied(self.spec, self._emulator, directory, variables, outputs, second_plan)
+
+    def _deploy(
+        self, directory: Path, tf_vars: Sequence[str] = ()
+    ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+        """init, apply, the second plan and the outputs of the root in ``directory`` against this
+        stack's (started) emulator: its second plan and its outputs."""
+        env = self._emulator.env()
         run = self._terraform.run
         init = terraform_init(self._terraform, directory)
         if init.returncode != 0:
@@ -238,8 +247,7 @@ class SharedStack:
                 ["plan", "-detailed-exitcode", "-no-color", *tf_vars], directory, extra_env=env, timeout=300
             )
             output = run(["output", "-json"], directory, extra_env=env)
-        outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
-        return Applied(self.spec, self._emulator, directory, variables, outputs, second_plan)
+        return second_plan, {k: v["value"] for k, v in json.loads(output.stdout).items()}
 
 
 class Registry:
