@@ -240,5 +240,5 @@ def test_inline_skips_reach_the_plan_with_their_reasons(scan: dict[str, Any]) ->
     assert {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_272"} <= set(skipped), skipped
     assert "code_signing_config_arn" in skipped["CKV_AWS_272"]
     assert "vpc input" in skipped["CKV_AWS_117"]
-    # Every skip anywhere in the plan says why (the same rule test_static applies to the sources).
+    # Every skip anywhere in the plan says why (the same rule test_modules_checkov applies to the sources).
     assert all(len(c["check_result"].get("suppress_comment", "")) >= 30 for c in scan["skipped_checks"])

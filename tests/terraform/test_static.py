@@ -1,9 +1,8 @@
-"""fmt, validate, checkov and README drift: the checks that need no plan."""
+"""fmt, validate and README drift: the checks that need no plan (checkov: test_modules_checkov.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.terraform.checkov import checkov_executable, run_checkov
 from tests.terraform.conftest import EXAMPLES, MODULES, ROOT, TF_DIRS, Runs, Terraform, Workspace
-
-CHECKOV_SKIP = re.compile(r"#\s*checkov:skip=([A-Z0-9_]+)(?::(.*))?")
 
 
 def test_fmt_check(terraform: Terraform) -> None:
@@ -49,38 +45,6 @@ def test_validate(validations: Runs[str, dict[str, Any]], relative: str) -> None
     assert report["valid"] is True, json.dumps(report["diagnostics"], indent=2)
     warnings = [d for d in report["diagnostics"] if d["severity"] == "warning"]
     assert warnings == [], json.dumps(warnings, indent=2)
-
-
-def test_checkov_reports_no_failed_checks() -> None:
-    checkov = checkov_executable()
-    if checkov is None:
-        pytest.skip("checkov is not installed (./build.sh test installs it into .venv-checkov)")
-    reports = run_checkov(
-        checkov, ["--directory", "modules", "--framework", "terraform", "--skip-path", r"\.terraform"], ROOT
-    )
-    failed = [c for r in reports for c in r.get("results", {}).get("failed_checks", [])]
-    summary = [r["summary"] for r in reports]
-    assert not failed, "\n".join(
-        f"{c['check_id']} {c['check_name']}: {c['resource']} ({c['file_path']})" for c in failed
-    )
-    assert all(s["parsing_errors"] == 0 for s in summary), summary
-    assert sum(s["passed"] for s in summary) > 0, "checkov checked nothing"
-
-
-def test_every_checkov_skip_is_justified() -> None:
-    skips = [
-        (path, m)
-        for path in sorted((ROOT / "modules").rglob("*.tf"))
-        if ".terraform" not in path.parts
-        for m in CHECKOV_SKIP.finditer(path.read_text(encoding="utf-8"))
-    ]
-    assert skips, "expected the justified skips of the consumer module"
-    unjustified = [
-        f"{p.relative_to(ROOT)}: {m.group(0)}" for p, m in skips if len((m.group(2) or "").strip()) < 30
-    ]
-    assert not unjustified, "every #checkov:skip needs a reason after the check id:\n" + "\n".join(
-        unjustified
-    )
 
 
 def test_readme_tables_match_the_tf_files() -> None:
