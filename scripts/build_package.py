@@ -43,9 +43,13 @@ def build(out: Path, extra: list[Path], layer: bool = False) -> str:
     requirements = ROOT / "requirements" / "runtime.txt"
     cache = ROOT / "build" / "package"
     prefix = "python/" if layer else ""
-    # The six installs side by side: each is a pip process that mostly waits on its index.
-    with ThreadPoolExecutor(len(TARGETS)) as pool:
-        paths = list(pool.map(lambda t: install_pinned(requirements, cache, t), TARGETS))
+    # One install first, then the other five side by side (each a pip process that mostly waits on its
+    # index): a pip compiles its own modules on first use, and six first uses at once compiled them six
+    # times, ~4 s of CPU on a fresh clone.
+    first, *rest = TARGETS
+    paths = [install_pinned(requirements, cache, first)]
+    with ThreadPoolExecutor(len(rest)) as pool:
+        paths += pool.map(lambda t: install_pinned(requirements, cache, t), rest)
     installs = {t.label: iter_files(path) for t, path in zip(TARGETS, paths, strict=True)}
     entries = merge_installs(installs, prefix)
     add_entries(
