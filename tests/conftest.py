@@ -121,7 +121,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # 7 min 0 s against 6 min 33 s without it.)
     rest = [item for item in items if item not in moved]
     filler = [item for item in rest if _tier(item) == "unit"]
+    # Property tests first (stable): they are the unit tier's long ones (hypothesis, hundreds of
+    # examples, up to ~5 s), and one that came last kept a worker busy alone at the end of the run.
+    filler.sort(key=lambda item: not _is_property_test(item))
     items[:] = spread([item for item in rest if _tier(item) != "unit"], _tier) + late + filler
+
+
+def _is_property_test(item: pytest.Item) -> bool:
+    """A hypothesis test (``@given``: hypothesis marks the function it wraps)."""
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
 
 
 def _relative(item: pytest.Item) -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import _whole_suite
+from tests.conftest import _is_property_test, _relative, _tier, _whole_suite
 from tests.scheduling import LaneScheduling, lanes_for, spread
 
 STACK = "stack-scheduled-retry"  # a group of tests/terraform/stack.py's STACKS
@@ -204,3 +204,20 @@ def test_only_a_run_of_the_whole_suite_applies_every_stack_before_collection(
     the five stacks at once only when nothing narrows the run (one test must not cost five applies)."""
     assert _whole_suite(_config(pytest.Config.ArgsSource.TESTPATHS))
     assert not _whole_suite(_config(source, **options))
+
+
+def test_the_long_tests_of_a_tier_are_not_queued_at_its_end(request: pytest.FixtureRequest) -> None:
+    """This run's own queue: the unit tier (the filler that ends a run) starts with its property
+    tests, the long ones, and the terraform tier's niced scans (checkov over the modules, validate
+    of the examples) come in its first half. Queued last, each kept one worker busy alone at the end
+    of a run."""
+    if not _whole_suite(request.config):
+        pytest.skip("only the whole suite's queue is the one to check")
+    items = request.session.items
+    flags = [_is_property_test(item) for item in items if _tier(item) == "unit"]
+    assert any(flags), "no property test in the unit tier"
+    assert flags == sorted(flags, reverse=True), "a property test is queued after a short unit test"
+    terraform = [str(_relative(item)) for item in items if _tier(item) == "terraform"]
+    scans = ("tests/terraform/test_modules_checkov.py", "tests/terraform/test_examples_validate.py")
+    for scan in scans:
+        assert terraform.index(scan) < len(terraform) / 2, f"{scan} is queued in the second half of its tier"
