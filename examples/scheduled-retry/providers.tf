@@ -20,6 +20,7 @@ provider "aws" {
     content {
       cloudwatch     = endpoints.value
       cloudwatchlogs = endpoints.value
+      dynamodb       = endpoints.value
       eventbridge    = endpoints.value
       iam            = endpoints.value
       kms            = endpoints.value

@@ -21,6 +21,7 @@ from serverless_retry_tools.local.native_workload import (
 )
 
 from tests.terraform.conftest import Terraform, attached_provider, terraform_env
+from tests.terraform.example_endpoints import missing_from_block
 from tests.terraform.stack import Applied, used_after
 
 pytestmark = pytest.mark.integration
@@ -57,6 +58,11 @@ def _apply(native: Applied, release: str) -> None:
 
 def test_second_plan_is_empty(native: Applied) -> None:
     assert native.second_plan.returncode == 0, native.second_plan.stdout + native.second_plan.stderr
+
+
+def test_the_readme_endpoints_block_covers_every_service_the_example_calls(native: Applied) -> None:
+    """Applied through AWS_ENDPOINT_URL; the README's `-var aws_endpoint_url=...` alone uses the block."""
+    assert missing_from_block(native) == {}
 
 
 def test_an_alarm_on_records_failing_fires_inside_the_redrive_window(native: Applied) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from serverless_retry.policy import RetryPolicy
 
+from tests.terraform.example_endpoints import missing_from_block
 from tests.terraform.stack import Applied
 
 pytestmark = pytest.mark.integration
@@ -22,6 +23,11 @@ def applied(scheduled_retry_stack: Applied) -> Applied:
 def test_second_plan_is_empty(applied: Applied) -> None:
     # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
     assert applied.second_plan.returncode == 0, applied.second_plan.stdout + applied.second_plan.stderr
+
+
+def test_the_readme_endpoints_block_covers_every_service_the_example_calls(applied: Applied) -> None:
+    """Applied through AWS_ENDPOINT_URL; the README's `-var aws_endpoint_url=...` alone uses the block."""
+    assert missing_from_block(applied) == {}
 
 
 def test_queues_are_encrypted_tls_only_and_redrive_to_their_dlq(applied: Applied) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from serverless_retry.selfheal.config import EnrichmentSettings, RedriveSettings
 
+from tests.terraform.example_endpoints import missing_from_block
 from tests.terraform.stack import Applied
 
 pytestmark = pytest.mark.integration
@@ -35,6 +36,11 @@ def _rule_arn(applied: Applied, name: str) -> str:
 def test_second_plan_is_empty(applied: Applied) -> None:
     # -detailed-exitcode: 0 = no changes, 2 = changes, 1 = error.
     assert applied.second_plan.returncode == 0, applied.second_plan.stdout + applied.second_plan.stderr
+
+
+def test_the_readme_endpoints_block_covers_every_service_the_example_calls(applied: Applied) -> None:
+    """Applied through AWS_ENDPOINT_URL; the README's `-var aws_endpoint_url=...` alone uses the block."""
+    assert missing_from_block(applied) == {}
 
 
 def test_sources_send_failures_to_the_failure_queue_and_the_audit_does_not(applied: Applied) -> None:
