@@ -16,6 +16,13 @@ variable "aws_endpoint_url" {
   }
 }
 
+variable "aws_endpoint_url_in_environment" {
+  description = "With aws_endpoint_url set: AWS_ENDPOINT_URL in Terraform's environment already points every service at that emulator (`serverless-retry local apply` and the demo set both), so the provider gets no endpoints block. AWS provider 5.x checks that block at ~2 s of CPU each time a Terraform command configures the provider."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 variable "name" {
   description = "Base name of the example's resources."
   type        = string

@@ -37,7 +37,9 @@ def terraform_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _ready(tmp_path: Path, *, pid: int) -> Path:
     root = tmp_path / "root"
     root.mkdir()
-    (root / "main.tf").write_text('variable "aws_endpoint_url" {}\nvariable "release" {}\n')
+    (root / "main.tf").write_text(
+        'variable "aws_endpoint_url" {}\nvariable "aws_endpoint_url_in_environment" {}\nvariable "release" {}\n'
+    )
     rc = tmp_path / "sandbox" / "terraformrc"
     rc.parent.mkdir()
     rc.write_text("")
@@ -75,6 +77,7 @@ def test_everything_comes_from_the_ready_file(tmp_path: Path, terraform_calls: P
     assert "-var=release=fixed" in apply
     assert "-var=name=a b" in apply
     assert "-var=aws_endpoint_url=http://127.0.0.1:4566" in apply
+    assert "-var=aws_endpoint_url_in_environment=true" in apply  # AWS_ENDPOINT_URL is the sandbox's
     assert info["outputs"] == {"release": "fixed"}
     assert json.loads(ready.read_text())["terraform"]["variables"]["release"] == "fixed"
 

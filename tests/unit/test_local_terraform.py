@@ -1,10 +1,11 @@
-"""Pure parts of the terraform driver: which variables a root declares, and the CLI environment."""
+"""Pure parts of the terraform driver: which variables a root declares, the ones that point it at the
+emulator, and the CLI environment."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from serverless_retry_tools.local.terraform import cli_environment, declared_variables
+from serverless_retry_tools.local.terraform import cli_environment, declared_variables, emulator_variables
 
 
 def test_declared_variables_reads_every_tf_file(tmp_path: Path) -> None:
@@ -14,6 +15,28 @@ def test_declared_variables_reads_every_tf_file(tmp_path: Path) -> None:
     )
     (tmp_path / "notes.txt").write_text('variable "ignored" {}')
     assert declared_variables(tmp_path) == {"aws_endpoint_url", "name"}
+
+
+def test_emulator_variables_are_only_those_the_root_declares(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:4566"
+    assert emulator_variables(tmp_path, url) == {}
+    (tmp_path / "variables.tf").write_text('variable "aws_endpoint_url" {}\n')
+    assert emulator_variables(tmp_path, url) == {"aws_endpoint_url": url}
+    # The examples': Terraform runs with AWS_ENDPOINT_URL=url, so they can leave out the endpoints block.
+    (tmp_path / "more.tf").write_text('variable "aws_endpoint_url_in_environment" {}\n')
+    assert emulator_variables(tmp_path, url) == {
+        "aws_endpoint_url": url,
+        "aws_endpoint_url_in_environment": True,
+    }
+
+
+def test_every_example_declares_both_emulator_variables() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    for root in sorted(p for p in examples.iterdir() if (p / "providers.tf").is_file()):
+        assert set(emulator_variables(root, "http://127.0.0.1:1")) == {
+            "aws_endpoint_url",
+            "aws_endpoint_url_in_environment",
+        }, root.name
 
 
 def test_cli_environment_uses_the_offline_mirror_when_present(tmp_path: Path) -> None:

@@ -65,8 +65,9 @@ def register(subparsers: Any) -> None:
         "local",
         help="apply a Terraform root to the local AWS emulator and run it",
         description="Start the emulator, apply --root to it (terraform gets AWS_ENDPOINT_URL and test "
-        "credentials, and -var aws_endpoint_url=... when the root declares that variable), then run its "
-        "event source mappings, schedules and pipes until --duration passes, Ctrl-C or SIGTERM (both "
+        "credentials, and -var aws_endpoint_url=... and -var aws_endpoint_url_in_environment=true when "
+        "the root declares them), then run its event source mappings, schedules and pipes until "
+        "--duration passes, Ctrl-C or SIGTERM (both "
         "let running invocations finish, then destroy unless --no-destroy). 'serverless-retry local "
         "apply --ready-file F' re-applies a changed root to it while it runs.",
     )
@@ -253,8 +254,8 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
     from serverless_retry_tools.local.terraform import (
         Terraform,
         TerraformError,
-        declared_variables,
         emulator_environment,
+        emulator_variables,
     )
 
     root = Path(args.root).resolve()
@@ -268,8 +269,8 @@ def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
     runtime: Runtime | None = None
     with Emulator(log_path=work_dir / "emulator.log", clock_scale=args.clock_scale) as emulator:
         print(f"emulator at {emulator.url} (work dir {work_dir})", flush=True)
-        if "aws_endpoint_url" in declared_variables(root):
-            variables.setdefault("aws_endpoint_url", emulator.url)
+        for name, value in emulator_variables(root, emulator.url).items():
+            variables.setdefault(name, value)
         tf = Terraform(
             root,
             work_dir / "terraform",

@@ -22,7 +22,12 @@ from botocore.config import Config
 
 from serverless_retry_tools.local.emulator import Emulator
 from serverless_retry_tools.local.runtime import Runtime
-from serverless_retry_tools.local.terraform import Terraform, TerraformError, emulator_environment
+from serverless_retry_tools.local.terraform import (
+    Terraform,
+    TerraformError,
+    emulator_environment,
+    emulator_variables,
+)
 
 __all__ = [
     "CLIENT_CONFIG",
@@ -162,7 +167,7 @@ def run_example(
         # A private copy of the zip: a rebuild of dist/ during the run must not change it mid-apply.
         copy = work_dir / f"{example}.zip"
         shutil.copyfile(package, copy)
-        applied = {"aws_endpoint_url": emulator.url, "package": str(copy), **(variables or {})}
+        applied = {**emulator_variables(root, emulator.url), "package": str(copy), **(variables or {})}
         try:
             tf.init()
             out(

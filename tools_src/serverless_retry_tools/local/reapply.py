@@ -15,7 +15,7 @@ from typing import Any
 
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
 from serverless_retry_tools.local.ready_file import SandboxInfo, read_ready_file, write_json_atomically
-from serverless_retry_tools.local.terraform import Terraform, declared_variables, emulator_environment
+from serverless_retry_tools.local.terraform import Terraform, emulator_environment, emulator_variables
 
 __all__ = ["apply_to_sandbox"]
 
@@ -34,8 +34,7 @@ def apply_to_sandbox(
     recorded = info["terraform"]
     chosen = (root or Path(recorded["root"])).resolve()
     variables: dict[str, Any] = {**recorded["variables"], **(overrides or {})}
-    if "aws_endpoint_url" in declared_variables(chosen):
-        variables["aws_endpoint_url"] = info["endpoint"]
+    variables.update(emulator_variables(chosen, info["endpoint"]))
     state = Path(recorded["state"])
     emulator = {
         **FAKE_CREDENTIALS,

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Terraform", "TerraformError", "cli_environment", "declared_variables", "emulator_environment"]
+__all__ = [
+    "Terraform",
+    "TerraformError",
+    "cli_environment",
+    "declared_variables",
+    "emulator_environment",
+    "emulator_variables",
+]
 
 _VARIABLE = re.compile(r'^\s*variable\s+"([^"]+)"', re.MULTILINE)
 Printer = Callable[[str], None]
@@ -39,6 +46,16 @@ def declared_variables(root: Path) -> set[str]:
     for path in root.glob("*.tf"):
         names.update(_VARIABLE.findall(path.read_text(encoding="utf-8", errors="replace")))
     return names
+
+
+def emulator_variables(root: Path, url: str) -> dict[str, Any]:
+    """The variables that point ``root`` at the emulator at ``url``, of those it declares (the
+    examples declare both): ``aws_endpoint_url``, and ``aws_endpoint_url_in_environment`` because
+    Terraform runs here with AWS_ENDPOINT_URL=url (``emulator_environment``). The provider then gets
+    no endpoints block, which AWS provider 5.x checks at ~2 s of CPU each time it is configured."""
+    declared = declared_variables(root)
+    wanted: dict[str, Any] = {"aws_endpoint_url": url, "aws_endpoint_url_in_environment": True}
+    return {name: value for name, value in wanted.items() if name in declared}
 
 
 def cli_environment(work_dir: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
