@@ -25,6 +25,14 @@ from serverless_retry_tools.local.emulator import Emulator
 pytestmark = pytest.mark.integration
 
 CLI = shutil.which("serverless-retry", path=str(Path(sys.executable).parent)) or "serverless-retry"
+# Ctrl-C as a terminal delivers it: SIGINT, which Python turns into KeyboardInterrupt only when SIGINT
+# is not ignored at its start. A suite started as a background job of a script ignores SIGINT, and its
+# children inherit that, so the CLI starts through this, with SIGINT's default restored.
+WITH_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
+]
 SCALE = 20.0  # logical seconds per real second
 VISIBILITY = 60  # logical seconds: 3 real seconds a receive
 MAX_RECEIVES = 3
@@ -173,7 +181,7 @@ def test_ctrl_c_cancels_the_move_task_redrive_native_started(real_time: Emulator
     sqs = boto3.client("sqs", **emulator.client_kwargs())
     _source, dlq = _dead_letters(sqs, "interrupted", MOVED)
     process = subprocess.Popen(
-        [CLI, "redrive", "--from-queue-url", dlq, "--native", "--rate", "1", "--yes"],
+        [*WITH_SIGINT, CLI, "redrive", "--from-queue-url", dlq, "--native", "--rate", "1", "--yes"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
