@@ -8,7 +8,6 @@ import argparse
 import json
 import re
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,6 +15,7 @@ from serverless_retry.envelope import ENVELOPE_KEY
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, scheduler_client, sqs_client
+from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.confirm import add_yes_argument, confirm
 from serverless_retry_tools.commands.inspect_queue import _short
 from serverless_retry_tools.console import print_table
@@ -178,7 +178,8 @@ def cmd_retries(args: argparse.Namespace) -> int:
     if not retries:
         print(f"no retries waiting in {args.group}")
         return 0
-    now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    # The due times are the Scheduler's, so on the emulator they are logical: "now" must be too.
+    now = f"{command_clock().now():%Y-%m-%dT%H:%M:%SZ}"
     print_table(
         f"{len(retries)} retr{'y' if len(retries) == 1 else 'ies'} waiting in {args.group} (now {now})",
         ["due (UTC)", "schedule", "message id", "attempt", "last error", "target"],
