@@ -72,22 +72,35 @@ CLAIM_PREFIX = "serverless-retry-chain#"
 ClaimResult = Literal["owned", "done", "duplicate", "busy"]
 State = Literal["taken", "final", "done", "ended"]
 
-# The claim's condition. A holds-only item (``add_hold``) has no state yet: it may be claimed.
+# The claim's condition, within one generation of the chain. A holds-only item (``add_hold``) has no
+# state yet: it may be claimed.
 CLAIM_CONDITION = (
     "attribute_not_exists(#state)"
     " OR (#attempt < :attempt AND #state <> :ended)"
     " OR (#attempt = :attempt AND #owner = :owner AND #state = :taken)"
     " OR (#attempt = :attempt AND #state = :taken AND #lease < :stale AND #receives > :one)"
 )
+# Items written before generations existed have none: generation 0.
+_SAME_GENERATION = {
+    True: "(attribute_not_exists(#generation) OR #generation = :generation)",
+    False: "#generation = :generation",
+}
+_LATER_GENERATION = " OR attribute_not_exists(#generation) OR #generation < :generation"
+# The key item: one per table, the envelope signing key (signing module), made by the first consumer
+# that needs it. Not a chain's (no "chain#"), and with no TTL.
+KEY_ITEM = "serverless-retry-key#1"
+KEY_UPDATE = "SET #key = if_not_exists(#key, :key)"
+KEY_BYTES = 32
 FINAL_CONDITION = "attribute_not_exists(#owner) OR #owner = :owner"
 HOLD_UPDATE = "ADD holds :one SET #expiration = :expiration"
 FINISH_CONDITION = "#owner = :owner AND #attempt = :attempt"
 FINISH_UPDATE = "SET #state = :state"
 CLAIM_UPDATE = (
     "SET #attempt = :attempt, #owner = :owner, #receives = :receives, #state = :taken, #lease = :lease,"
-    " #at = :now, #expiration = :expiration"
+    " #at = :now, #expiration = :expiration, #generation = :generation"
 )
 _NAMES = {
+    "#generation": "generation",
     "#state": "state",
     "#attempt": "attempt",
     "#owner": "owner",
@@ -124,7 +137,10 @@ class Finish(NamedTuple):
 # the DLQ is gone for good (a redrive comes later still), while one whose claim was written but whose
 # answer was lost is still carried on by a waiting copy, which must come back and claim first.
 TAKEOVER_GRACE_SECONDS = 7_200
-# A claim must outlive every copy of its chain: copies live at most the retention, plus a day.
+# A claim must outlive every copy of its chain: a copy lives at most the source's retention, then in
+# the DLQ at most SQS's largest retention (14 days; a FIFO DLQ counts from the move), plus a day for
+# the clocks and for DynamoDB, which deletes expired items some time after they expire.
+MAX_RETENTION_SECONDS = 1_209_600
 _EXTRA_TTL_SECONDS = 86_400
 # The conditional write is idempotent, so a failed call is simply made again (within the invocation).
 CLAIM_TRIES = 3
@@ -134,14 +150,62 @@ def claim_key(retry_id: str) -> str:
     return f"{CLAIM_PREFIX}{retry_id}"
 
 
-def claim_condition(predecessors: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """CLAIM_CONDITION, and when the copy was carried in other SQS messages before, a clause that lets
-    it take their unfinished claim of this attempt as its own (with the values it needs)."""
-    if not predecessors:
-        return CLAIM_CONDITION, {}
-    values = {f":p{i}": {"S": p} for i, p in enumerate(predecessors)}
-    clause = f" OR (#attempt = :attempt AND #state = :taken AND #owner IN ({', '.join(values)}))"
-    return CLAIM_CONDITION + clause, values
+def claim_condition(predecessors: Sequence[str], generation: int = 0) -> tuple[str, dict[str, Any]]:
+    """The condition of a claim (with the values it needs): CLAIM_CONDITION within the copy's
+    generation; when the copy was carried in other SQS messages before, a clause that lets it take
+    their unfinished claim of this attempt as its own once that claim's lease has passed (they were
+    acknowledged when this copy was sent, so none of them runs; a live lease is never taken); and for a
+    redriven generation, any claim of an earlier one (that chain ended: the redrive came from the
+    retry-exhausted queue)."""
+    clauses = CLAIM_CONDITION[len("attribute_not_exists(#state) OR ") :]
+    values: dict[str, Any] = {}
+    if predecessors:
+        values = {f":p{i}": {"S": p} for i, p in enumerate(predecessors)}
+        clauses += f" OR (#attempt = :attempt AND #state = :taken AND #lease < :now AND #owner IN ({', '.join(values)}))"
+    later = _LATER_GENERATION if generation > 0 else ""
+    condition = (
+        f"attribute_not_exists(#state){later} OR ({_SAME_GENERATION[generation == 0]} AND ({clauses}))"
+    )
+    return condition, values
+
+
+def claim_holds(
+    held: Mapping[str, Any] | None,
+    *,
+    attempt: int,
+    owner: str,
+    generation: int,
+    now: int,
+    predecessors: Sequence[str] = (),
+) -> bool:
+    """``claim_condition`` evaluated in Python, as DynamoDB does (a missing attribute compares false):
+    for in-memory tables in tests and for reading the protocol (tests compare it with moto's)."""
+    if held is None or _string(held, "state") is None:
+        return True
+    held_generation = _number(held, "generation", 0)
+    if generation > 0 and ("generation" not in held or held_generation < generation):
+        return True
+    if held_generation != generation:
+        return False
+    state, held_attempt, held_owner = (
+        _string(held, "state"),
+        _number(held, "attempt", -1),
+        _string(held, "owner"),
+    )
+    if "attempt" not in held:
+        return False
+    if held_attempt < attempt:
+        return state != "ended"
+    if held_attempt != attempt or state != "taken":
+        return False
+    if held_owner == owner:
+        return True
+    if "lease" not in held:
+        return False
+    lease = _number(held, "lease")
+    if held_owner in predecessors and lease < now:
+        return True
+    return lease < now - TAKEOVER_GRACE_SECONDS and "receives" in held and _number(held, "receives") > 1
 
 
 def lease_seconds(visibility_timeout_seconds: int) -> int:
@@ -162,8 +226,10 @@ def _string(item: Mapping[str, Any], name: str) -> str | None:
     return value.get("S") if isinstance(value, Mapping) else None
 
 
-def judge(held: Mapping[str, Any], attempt: int, owner: str, now: int) -> Claim:
+def judge(held: Mapping[str, Any], attempt: int, owner: str, now: int, generation: int = 0) -> Claim:
     """Why a claim was refused, from the item that refused it (pure; the condition's complement)."""
+    if _number(held, "generation", 0) > generation:
+        return Claim("duplicate")  # a copy of a generation its chain has left (a later redrive runs)
     state = _string(held, "state")
     held_attempt = _number(held, "attempt")
     mine = _string(held, "owner") == owner and held_attempt == attempt
@@ -192,9 +258,11 @@ class ClaimStore(Protocol):
         now: datetime,
         lease_seconds: int,
         predecessors: Sequence[str] = (),
+        generation: int = 0,
     ) -> Claim:
         """Raises when the store cannot answer. ``predecessors``: SQS message ids this copy was carried
-        in before (a copy that could not claim waits as a new message): their claim is its own."""
+        in before (a copy that could not claim waits as a new message): their claim is its own, once
+        its lease has passed. ``generation``: the redrives of the exhausted queue into this chain."""
         ...
 
     def mark_final(
@@ -211,6 +279,10 @@ class ClaimStore(Protocol):
         """Mark claims done or ended; returns the owners whose mark the store did not take."""
         ...
 
+    def signing_key(self) -> bytes:
+        """The deployment's envelope signing key (made on first use); raises when it cannot answer."""
+        ...
+
 
 class DynamoDBClaims:
     def __init__(
@@ -218,7 +290,7 @@ class DynamoDBClaims:
     ) -> None:
         self._client = client  # called on first use: the client is created lazily
         self.table = table
-        self.ttl_seconds = retention_seconds + _EXTRA_TTL_SECONDS
+        self.ttl_seconds = retention_seconds + MAX_RETENTION_SECONDS + _EXTRA_TTL_SECONDS
 
     def _call(self, method: str, **params: Any) -> Any:
         """One idempotent call, made again (up to CLAIM_TRIES) on any failure but a failed condition
@@ -244,9 +316,10 @@ class DynamoDBClaims:
         now: datetime,
         lease_seconds: int,
         predecessors: Sequence[str] = (),
+        generation: int = 0,
     ) -> Claim:
         at = int(now.timestamp())
-        condition, carried = claim_condition(predecessors)
+        condition, carried = claim_condition(predecessors, generation)
         try:
             response = self._call(
                 "update_item",
@@ -266,6 +339,7 @@ class DynamoDBClaims:
                     ":stale": {"N": str(at - TAKEOVER_GRACE_SECONDS)},
                     ":one": {"N": "1"},
                     ":expiration": {"N": str(at + self.ttl_seconds)},
+                    ":generation": {"N": str(generation)},
                 },
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -275,7 +349,7 @@ class DynamoDBClaims:
             if failed is None:
                 raise
             held: Any = failed.response.get("Item") or {}
-            return judge(held, attempt, owner, at)
+            return judge(held, attempt, owner, at, generation)
         old: Mapping[str, Any] = response.get("Attributes") or {}
         return Claim("owned", None, _number(old, "holds"))
 
@@ -340,6 +414,22 @@ class DynamoDBClaims:
                 if _condition_failed(exc) is None:  # failed condition: the chain moved on, nothing to mark
                     unmarked.add(c.owner)
         return unmarked
+
+    def signing_key(self) -> bytes:
+        # One UpdateItem (the consumer's only DynamoDB action): makes the key if no consumer has yet,
+        # and returns it either way. Called once per Lambda instance (signing.EnvelopeSigner keeps it).
+        import os
+
+        response = self._call(
+            "update_item",
+            Key={"id": {"S": KEY_ITEM}},
+            UpdateExpression=KEY_UPDATE,
+            ExpressionAttributeNames={"#key": "key"},
+            ExpressionAttributeValues={":key": {"B": os.urandom(KEY_BYTES)}},
+            ReturnValues="ALL_NEW",
+        )
+        key = response["Attributes"]["key"]["B"]
+        return bytes(key)
 
 
 def _condition_failed(exc: BaseException) -> ClientError | None:

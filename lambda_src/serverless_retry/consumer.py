@@ -69,7 +69,7 @@ from serverless_retry.envelope import (
     unwrap,
     waiting_copy,
 )
-from serverless_retry.errors import EventShapeError, UnhandledRecordError
+from serverless_retry.errors import EventShapeError, KeyUnavailable, UnhandledRecordError
 from serverless_retry.message import (
     Exhausted,
     ExhaustedHook,
@@ -80,6 +80,7 @@ from serverless_retry.message import (
 )
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
+    DUE_SKEW_MARGIN_SECONDS,
     Final,
     InPlace,
     QueueFacts,
@@ -98,6 +99,7 @@ from serverless_retry.records import raw_text, record_id, record_problem, uniden
 if TYPE_CHECKING:
     from serverless_retry.claims import ClaimStore
     from serverless_retry.retry_log import RetryLogGroup
+    from serverless_retry.signing import EnvelopeSigner
 
 # serverless_retry.claims is imported where a claims table is in use (from_settings, or the store
 # passed in): a consumer without one never runs it.
@@ -315,6 +317,7 @@ class RetryingConsumer:
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
         self.claims = claims
         self.delivery.resend_after_timeout = claims is not None
+        self._signing: tuple[ClaimStore, EnvelopeSigner] | None = None  # see _signer
         self._lease: int | None = None  # claims.lease_seconds of the source's visibility timeout
         self._in_place = targets.in_place or policy.transport == "visibility"
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
@@ -493,14 +496,11 @@ class RetryingConsumer:
                     return False
             if ENVELOPE_KEY in body or "\\u" in body:
                 facts = RecordFacts.of(record)
-                incoming = unwrap(
-                    body,
-                    attributes_from_record(record.get("messageAttributes") or {}),
-                    message_id=message_id,
-                    source=source,
-                    receive_count=facts.receive_count if in_place else 1,
-                    latest_due=latest_due(self.policy, self.clock.now()),
-                )
+                incoming = self._unwrap(plan, counts, record, facts)
+                if incoming is None:  # its signature cannot be checked yet (the table does not answer)
+                    if group is not None:
+                        blocked[group] = None
+                    return False
                 if incoming.kind == "invalid":
                     self._plan_final(
                         plan,
@@ -559,6 +559,70 @@ class RetryingConsumer:
             )
             return False
         return True
+
+    @property
+    def _signer(self) -> EnvelopeSigner | None:
+        """With the claims table every envelope we write is signed, and one we did not write is a chain
+        apart (signing module): a producer cannot name another message's chain. The key is read
+        from the table on first use, and kept (per store: tests may set ``claims`` later)."""
+        claims = self.claims
+        if claims is None:
+            return None
+        if self._signing is None or self._signing[0] is not claims:
+            from serverless_retry.signing import EnvelopeSigner
+
+            self._signing = (claims, EnvelopeSigner(claims.signing_key))
+        return self._signing[1]
+
+    def _unwrap(
+        self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any], facts: RecordFacts
+    ) -> Incoming | None:
+        """The record's body classified (``envelope.unwrap``), its signature checked with the claims
+        table; None when the key cannot be read: the copy then waits as for a claims-table outage."""
+        message_id: str = record["messageId"]
+        now = self.clock.now()
+        arguments: dict[str, Any] = {
+            "message_id": message_id,
+            "source": self._source,
+            "receive_count": facts.receive_count if self._in_place else 1,
+            "latest_due": self._latest_due(now),
+        }
+        attributes = attributes_from_record(record.get("messageAttributes") or {})
+        try:
+            incoming = unwrap(record["body"], attributes, signer=self._signer, **arguments)
+        except KeyUnavailable:
+            incoming = unwrap(record["body"], attributes, **arguments)
+            if incoming.kind != "envelope":
+                return incoming  # an invalid envelope needs no key: it goes to the exhausted queue
+            counts.claims_unavailable += 1
+            log = {"message_id": message_id, "retry_id": incoming.context.id}
+            if self._in_place:
+                self.logger.exception("could not read the signing key; the message waits hidden", extra=log)
+                self._hide(plan, record, CLAIM_WAIT_SECONDS, facts.receive_count)
+            else:
+                self.logger.exception(
+                    "could not read the signing key; the copy waits and tries again", extra=log
+                )
+                context = incoming.context
+                self._wait_for_claims(
+                    plan, record, facts=facts, incoming=incoming, retry_id=context.id, now=now
+                )
+            return None
+        if incoming.kind == "envelope" and incoming.problem is not None:
+            self.logger.warning(incoming.problem, extra={"message_id": message_id})
+        return incoming
+
+    def _latest_due(self, now: datetime) -> datetime:
+        """The latest due time a copy arriving at ``now`` can carry: what the policy could have planned
+        (``planning.latest_due``), and with the claims table the protocol's own longest wait: a copy that
+        met a live claim waits until that claim's lease ends plus the takeover grace."""
+        due = latest_due(self.policy, now)
+        if self.claims is None:
+            return due
+        from serverless_retry.claims import TAKEOVER_GRACE_SECONDS
+
+        waits = self._lease_seconds() + TAKEOVER_GRACE_SECONDS + 1 + DUE_SKEW_MARGIN_SECONDS
+        return max(due, now + timedelta(seconds=waits))
 
     def _unhandled(
         self,
@@ -755,8 +819,14 @@ class RetryingConsumer:
                 )
                 plan.failed.add(message_id)  # this very message is the copy: it must not be deleted
             else:
+                # Carried on as the same copy, naming this message: a claim it may hold (it claimed on an
+                # earlier receive, then came back early by another instance's clock) stays its own.
+                body = record["body"]
+                if self.claims is not None:
+                    carried = waiting_copy(body, claimant=message_id, due_at=wait.due_at)
+                    body = carried if fits(carried, self.targets.max_message_bytes) else body
                 plan.delayed.append(
-                    self._hop(message_id, record["body"], wait.due_at, facts, retry_id=context.id, tag="wait")
+                    self._hop(message_id, body, wait.due_at, facts, retry_id=context.id, tag="wait")
                 )
             self.logger.info(
                 "copy arrived before it is due; it waits again, unprocessed",
@@ -803,6 +873,7 @@ class RetryingConsumer:
         now = self.clock.now()
         meta = incoming.meta if incoming is not None else None
         predecessors: list[str] = meta.get("claimants", []) if meta is not None else []
+        generation = incoming.context.generation if incoming is not None and not self._in_place else 0
         try:
             claim = self.claims.claim(
                 retry_id,
@@ -812,6 +883,7 @@ class RetryingConsumer:
                 now=now,
                 lease_seconds=self._lease_seconds(),
                 predecessors=predecessors,
+                generation=generation,
             )
         except Exception:
             counts.claims_unavailable += 1
@@ -947,7 +1019,9 @@ class RetryingConsumer:
         error: BaseException,
     ) -> Step:
         now = decision_time(facts, self.clock.now, in_place=self._in_place, incoming=incoming)
-        step = plan_failure(self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed)
+        step = plan_failure(
+            self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed, signer=self._signer
+        )
         message_id: str = record["messageId"]
         context = incoming.context
         if isinstance(step, Final):
@@ -1035,6 +1109,7 @@ class RetryingConsumer:
             reason=reason,
             traceback_text=short_traceback(error) if error is not None else "",
             max_bytes=self.targets.exhausted_max_message_bytes,
+            signer=self._signer,
         )
         message_id: str = key if key is not None else record["messageId"]
         context = incoming.context

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, cast
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
     from serverless_retry.policy import Decision
+    from serverless_retry.signing import EnvelopeSigner
 
 __all__ = [
     "ENVELOPE_KEY",
@@ -102,6 +103,11 @@ class RetryMeta(TypedDict, total=False):
     # SQS message ids this very copy was carried in before, whose claims it may take over: a copy
     # that could not claim (the table did not answer) waits as a new SQS message (claims module):
     claimants: list[str]
+    # how many times the retry-exhausted queue was redriven into this chain (absent: 0); a copy of a
+    # later generation takes its chain's claim whatever its state (claims module):
+    generation: int
+    # the consumer's signature (signing module), with the claims table on:
+    sig: str
     # only on final envelopes (the retry-exhausted queue):
     outcome: Outcome
     reason: str
@@ -124,6 +130,7 @@ class RetryContext:
     first_failed_at: datetime | None
     history: tuple[HistoryEntry, ...]
     source: str
+    generation: int = 0  # redrives of the retry-exhausted queue into this chain
 
     @property
     def previous_delay(self) -> float | None:
@@ -243,6 +250,9 @@ _META_KEYS = ("v", "id", "attempt", "first_failed_at", "source", "history")
 # 31 carriers cover the claims of about eight hours (an id is at most 100 characters, SQS's limit).
 CLAIMANTS_LIMIT = 32
 _FINAL_KEYS = ("outcome", "reason", "final_error", "exhausted_at")
+UNSIGNED_PREFIX = "unsigned:"
+_OPTIONAL_KEYS = ("due_at", "claimants", "generation", "sig")
+_OUTCOMES = ("exhausted", "non-retryable", "invalid-envelope", "too-large-to-retry")
 _DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
 # SQS's rules for what a message may hold. A v1 envelope carries a body and attributes that came
 # through SQS, so one that breaks them was not written by us, and could not be sent on as it is.
@@ -332,19 +342,45 @@ def _attributes(value: object, path: str) -> dict[str, MessageAttribute]:
     return out
 
 
+def _final_fields(meta: Mapping[str, Any]) -> None:
+    """A final envelope's own fields, checked as its writer wrote them (they are dropped on redrive)."""
+    if "outcome" not in meta:
+        raise _Invalid(f"{ENVELOPE_KEY}.outcome", "missing (a final envelope names its outcome)")
+    if meta["outcome"] not in _OUTCOMES:
+        raise _Invalid(f"{ENVELOPE_KEY}.outcome", f"must be one of {', '.join(_OUTCOMES)}")
+    for key in ("reason", "exhausted_at"):
+        if key in meta:
+            _string(meta[key], f"{ENVELOPE_KEY}.{key}")
+    if "final_error" in meta:
+        _object(meta["final_error"], f"{ENVELOPE_KEY}.final_error", ("type", "message"), ("traceback",))
+
+
+def _redrive_entry(meta: Mapping[str, Any]) -> HistoryEntry:
+    """The history entry of a redrive from the retry-exhausted queue: the error it ended on, at the time
+    it was given up on (from the final envelope's own fields, so every copy of one redrive agrees)."""
+    final_error = meta.get("final_error") or {}
+    last: Mapping[str, Any] = meta["history"][-1] if meta["history"] else {}
+    at = meta.get("exhausted_at")
+    return {
+        "at": at if isinstance(at, str) and _TIMESTAMP.fullmatch(at) else meta["first_failed_at"],
+        "error_type": str(final_error.get("type", last.get("error_type", ""))),
+        "error": str(final_error.get("message", last.get("error", "")))[:ERROR_TEXT_LIMIT],
+        "delay_seconds": 0,
+        "transport": "redrive",
+    }
+
+
 def _validate(
     document: dict[str, Any], latest_due: datetime | None = None
 ) -> tuple[RetryMeta, RetryContext, str, dict[str, MessageAttribute]]:
+    """The parsed meta, context, body and attributes. A final envelope (a retry-exhausted copy an
+    operator redrove to the source queue) is the next attempt of its chain, in the next generation."""
     top = _object(document, "", (ENVELOPE_KEY, "body", "attributes"))
     raw_meta = top[ENVELOPE_KEY]
-    if isinstance(raw_meta, dict):
-        for key in _FINAL_KEYS:
-            if key in raw_meta:
-                raise _Invalid(
-                    f"{ENVELOPE_KEY}.{key}",
-                    "a final envelope (from the retry-exhausted queue) must not re-enter the retry loop",
-                )
-    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS, ("due_at", "claimants"))
+    final = isinstance(raw_meta, dict) and any(key in raw_meta for key in _FINAL_KEYS)
+    meta = _object(raw_meta, ENVELOPE_KEY, _META_KEYS, _OPTIONAL_KEYS + (_FINAL_KEYS if final else ()))
+    if final:
+        _final_fields(meta)
     version = meta["v"]
     if isinstance(version, bool) or version != VERSION:
         raise _Invalid(
@@ -359,6 +395,19 @@ def _validate(
         _string(meta["source"], f"{ENVELOPE_KEY}.source"), f"{ENVELOPE_KEY}.source", in_json=True
     )
     history = _history(meta["history"], f"{ENVELOPE_KEY}.history")
+    generation = 0
+    if "generation" in meta:
+        generation = _integer(
+            meta["generation"], f"{ENVELOPE_KEY}.generation", minimum=1, maximum=MAX_ATTEMPT
+        )
+    if "sig" in meta:
+        _string(meta["sig"], f"{ENVELOPE_KEY}.sig", non_empty=True)
+    if final:  # redriven: the attempt after the one it ended at, in a new generation
+        if attempt >= MAX_ATTEMPT:
+            raise _Invalid(f"{ENVELOPE_KEY}.attempt", f"{attempt} is the last one an envelope can carry")
+        attempt += 1
+        generation += 1
+        history = [*history, _redrive_entry(meta)][-HISTORY_LIMIT:]
     body = _sendable(_string(top["body"], "body"), "body")
     attributes = _attributes(top["attributes"], "attributes")
     parsed: RetryMeta = {
@@ -369,6 +418,8 @@ def _validate(
         "source": source,
         "history": history,
     }
+    if generation:
+        parsed["generation"] = generation
     if "due_at" in meta:
         due = _timestamp(meta["due_at"], f"{ENVELOPE_KEY}.due_at")
         if latest_due is not None and due > latest_due:
@@ -380,7 +431,7 @@ def _validate(
         parsed["due_at"] = meta["due_at"]
     if "claimants" in meta:
         parsed["claimants"] = _claimants(meta["claimants"], f"{ENVELOPE_KEY}.claimants")
-    context = RetryContext(envelope_id, attempt, first_failed_at, tuple(history), source)
+    context = RetryContext(envelope_id, attempt, first_failed_at, tuple(history), source, generation)
     return parsed, context, body, attributes
 
 
@@ -406,14 +457,18 @@ def attributes_from_record(record_attrs: Mapping[str, Any]) -> dict[str, Message
         if not isinstance(data_type, str):
             continue
         attr: MessageAttribute = {"DataType": data_type}
-        string_value = raw.get("StringValue", raw.get("stringValue"))
-        binary_value = raw.get("BinaryValue", raw.get("binaryValue"))
-        if isinstance(string_value, str):
-            attr["StringValue"] = string_value
-        if isinstance(binary_value, bytes | bytearray):
-            attr["BinaryValue"] = base64.b64encode(bytes(binary_value)).decode("ascii")
-        elif isinstance(binary_value, str):
-            attr["BinaryValue"] = binary_value
+        # Only the value that goes with the DataType, as SQS itself keeps (and as ``_attribute``
+        # reads it back): AWS's own sample event carries both on one String attribute.
+        if data_type.startswith("Binary"):
+            binary_value = raw.get("BinaryValue", raw.get("binaryValue"))
+            if isinstance(binary_value, bytes | bytearray):
+                attr["BinaryValue"] = base64.b64encode(bytes(binary_value)).decode("ascii")
+            elif isinstance(binary_value, str):
+                attr["BinaryValue"] = binary_value
+        else:
+            string_value = raw.get("StringValue", raw.get("stringValue"))
+            if isinstance(string_value, str):
+                attr["StringValue"] = string_value
         out[str(name)] = attr
     return out
 
@@ -440,14 +495,18 @@ def unwrap(
     source: str,
     receive_count: int = 1,
     latest_due: datetime | None = None,
+    signer: EnvelopeSigner | None = None,
 ) -> Incoming:
-    """Classify a received body. Never raises.
+    """Classify a received body. Never raises (but KeyUnavailable from ``signer``).
 
     A JSON object with a top-level ``serverless_retry`` key claims to be an envelope and is validated
     strictly: "envelope" or "invalid" (with the problem). Anything else is an "original" message whose
     attempt is ``receive_count`` (the visibility transport counts attempts by SQS receives).
     ``latest_due``: an envelope due later than this was not planned by the policy (see
     ``planning.latest_due``), and is invalid rather than re-delayed every 900 s for ever.
+    ``signer`` (with the claims table): an envelope whose signature it does not verify (forged,
+    corrupt, or written without the table) is an envelope of a chain apart: its retry id ``X`` becomes
+    ``unsigned:X``, its generation 0, its claimants none; ``problem`` then says so.
     """
     attributes = _copy_attributes(record_attributes or {})
     original = Incoming(
@@ -471,7 +530,9 @@ def unwrap(
     except Exception as exc:  # a bug in validation must still not lose the message
         problem = f"envelope could not be validated: {type(exc).__name__}: {exc}"
     else:
-        return Incoming("envelope", inner_body, inner_attributes, context, meta, None)
+        if signer is None or signer.verify(document):
+            return Incoming("envelope", inner_body, inner_attributes, context, meta, None)
+        return _own_chain(meta, context, inner_body, inner_attributes)
     return Incoming(
         kind="invalid",
         body=body,
@@ -480,6 +541,26 @@ def unwrap(
         meta=None,
         problem=problem,
     )
+
+
+def _own_chain(
+    meta: RetryMeta, context: RetryContext, body: str, attributes: dict[str, MessageAttribute]
+) -> Incoming:
+    """An envelope not signed by this deployment, bound to a chain apart (see ``unwrap``): what it says
+    about itself (attempt, history, first failure) it may keep, as that concerns that chain alone.
+
+    ``unsigned:X`` cannot be a signed chain's id (those are SQS message ids), so nothing unsigned
+    reaches a signed chain; copies of one unsigned chain (written before the table was on, or by a
+    version without signatures) still meet each other's claims there, and its next copies are signed
+    under that id."""
+    named = meta["id"]
+    chain = named if named.startswith(UNSIGNED_PREFIX) else f"{UNSIGNED_PREFIX}{named}"
+    own: RetryMeta = {**meta, "id": chain}
+    for key in ("claimants", "generation", "sig"):
+        own.pop(key, None)  # type: ignore[misc]
+    own_context = replace(context, id=chain, generation=0)
+    problem = f"envelope not signed by this deployment (it names chain {_show(named)}): it runs in chain {_show(chain)}"
+    return Incoming("envelope", body, attributes, own_context, own, problem)
 
 
 # --- wrap -----------------------------------------------------------------------------------------
@@ -527,10 +608,12 @@ def next_envelope(
     *,
     now: datetime,
     due_at: datetime | None = None,
+    signer: EnvelopeSigner | None = None,
 ) -> Envelope:
     """The envelope for the next attempt: attempt + 1, first_failed_at kept (now on the first failure),
     this failure appended to the history (the last HISTORY_LIMIT kept), error text cut, and the time the
-    next attempt is due (``due_at``), so a copy that arrives early can wait again unprocessed."""
+    next attempt is due (``due_at``), so a copy that arrives early can wait again unprocessed; the
+    generation kept, and signed by ``signer`` when given."""
     if incoming.kind == "invalid":
         raise ValueError("an invalid envelope must go to the retry-exhausted queue, not back into the loop")
     if decision.action != "retry":
@@ -551,13 +634,18 @@ def next_envelope(
         "source": context.source,
         "history": [*context.history, entry][-HISTORY_LIMIT:],
     }
+    if context.generation:
+        meta["generation"] = context.generation
     if due_at is not None:
         meta["due_at"] = format_time(due_at)
-    return {
+    envelope: Envelope = {
         "serverless_retry": meta,
         "body": incoming.body,
         "attributes": _copy_attributes(incoming.attributes),
     }
+    if signer is not None:
+        meta["sig"] = signer.sign(envelope)
+    return envelope
 
 
 def encode_next_envelope(
@@ -567,6 +655,7 @@ def encode_next_envelope(
     *,
     now: datetime,
     due_at: datetime | None = None,
+    signer: EnvelopeSigner | None = None,
 ) -> str:
     """``encode(next_envelope(...))``, the same text, written directly: every retried record makes one,
     and building the dicts only to have the encoder sort and walk them again cost as much as the rest
@@ -588,12 +677,18 @@ def encode_next_envelope(
         history = f"{_ENCODE(list(earlier))[1:-1]},{entry}"
     first = at if context.first_failed_at is None else format_time(context.first_failed_at)
     due = "" if due_at is None else f',"due_at":"{format_time(due_at)}"'
-    return (
+    generation = f',"generation":{_number(context.generation)}' if context.generation else ""
+    head = (
         f'{{"attributes":{_ENCODE(attributes) if attributes else "{}"},"body":{_json_str(body)},'
-        f'"serverless_retry":{{"attempt":{_number(context.attempt + 1)}{due},'
-        f'"first_failed_at":"{first}","history":[{history}],"id":{_json_str(context.id)},'
-        f'"source":{_source_json(context.source)},"v":{VERSION}}}}}'
+        f'"serverless_retry":{{"attempt":{_number(context.attempt + 1)}'
     )
+    middle = f'"first_failed_at":"{first}"{generation},"history":[{history}],"id":{_json_str(context.id)}'
+    tail = f'"source":{_source_json(context.source)},"v":{VERSION}}}}}'
+    if signer is None:
+        return f"{head}{due},{middle},{tail}"
+    # The signed text is this one without due_at and sig (signing.signing_text of the parsed copy).
+    sig = signer.sign_text(f"{head},{middle},{tail}")
+    return f'{head}{due},{middle},"sig":"{sig}",{tail}'
 
 
 def _source_json(source: str) -> str:
@@ -646,9 +741,11 @@ def final_envelope(
     error: BaseException | None,
     reason: str,
     traceback_text: str = "",
+    signer: EnvelopeSigner | None = None,
 ) -> Envelope:
     """The envelope for the retry-exhausted queue: the body verbatim (the raw body for an invalid
-    envelope), the history so far, the outcome and why, and the last error."""
+    envelope), the history so far, the outcome and why, and the last error; signed by ``signer`` when
+    given, so that a redrive of it to the source queue continues its chain (see ``unwrap``)."""
     context = incoming.context
     if not reason and incoming.problem:
         reason = incoming.problem
@@ -670,11 +767,16 @@ def final_envelope(
             "message": _cut(error_text(error), ERROR_TEXT_LIMIT),
             "traceback": tail,
         }
-    return {
+    if context.generation:
+        meta["generation"] = context.generation
+    envelope: Envelope = {
         "serverless_retry": meta,
         "body": incoming.body,
         "attributes": _copy_attributes(incoming.attributes),
     }
+    if signer is not None and incoming.kind != "invalid":
+        meta["sig"] = signer.sign(envelope)
+    return envelope
 
 
 def encode(envelope: Envelope) -> str:

@@ -20,6 +20,10 @@ class PolicyError(ServerlessRetryError, ValueError):
         super().__init__(f"retry policy field '{field}': {problem}")
 
 
+class KeyUnavailable(ServerlessRetryError):
+    """The envelope signing key could not be read (the claims table did not answer): see signing."""
+
+
 class ConfigError(ServerlessRetryError, ValueError):
     """An invalid configuration; ``variable`` names the environment variable at fault."""
 

@@ -22,11 +22,14 @@ import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from serverless_retry.backoff import KeyedUniform
 from serverless_retry.envelope import Incoming, Outcome, encode_next_envelope, parse_time, sqs_message_size
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, VISIBILITY_MAX_SECONDS, Decision, RetryPolicy
+
+if TYPE_CHECKING:
+    from serverless_retry.signing import EnvelopeSigner
 
 __all__ = [
     "DEFAULT_RETENTION_SECONDS",
@@ -296,8 +299,10 @@ def plan_failure(
     *,
     now: datetime,
     seed: int = 0,
+    signer: EnvelopeSigner | None = None,
 ) -> Step:
-    """What to do with a record whose processing failed, decided at ``now`` (see decision_time)."""
+    """What to do with a record whose processing failed, decided at ``now`` (see decision_time); the
+    next copy signed by ``signer`` (with the claims table: see the signing module)."""
     context = incoming.context
     attempt = context.attempt
     first_failed_at = context.first_failed_at
@@ -338,7 +343,7 @@ def plan_failure(
     if decision.transport != transport:  # (else the decision stands as it is)
         decision = _retransport(decision, transport, delay)
     due_at = _due(now, delay)
-    body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at)
+    body = encode_next_envelope(incoming, decision, error, now=now, due_at=due_at, signer=signer)
     if sqs_message_size(body) > queue.max_message_bytes:
         reason = (
             f"the retry envelope does not fit the queue's maximum message size of "

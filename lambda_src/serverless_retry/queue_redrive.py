@@ -542,18 +542,6 @@ def refusal(message: ExhaustedMessage, options: RedriveOptions) -> str | None:
     return None
 
 
-def _redrive_entry(message: ExhaustedMessage, now: datetime) -> dict[str, Any]:
-    return {
-        "at": message.exhausted_at
-        if message.exhausted_at.endswith("Z")
-        else now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "error_type": message.error_type,
-        "error": message.error[:ERROR_TEXT_LIMIT],
-        "delay_seconds": 0,
-        "transport": "redrive",
-    }
-
-
 def outgoing_message(
     message: ExhaustedMessage,
     *,
@@ -604,25 +592,18 @@ def outgoing_message(
             "original",
             f"attempt {message.attempt} is the last one an envelope can carry",
         )
-    meta = {
-        "v": VERSION,
-        "id": message.envelope_id,
-        "attempt": message.attempt + 1,
-        "first_failed_at": message.first_failed_at,
-        "source": message.source,
-        "history": [*message.history, _redrive_entry(message, now)][-HISTORY_LIMIT:],
-    }
-    body = encode(
-        cast("Envelope", {ENVELOPE_KEY: meta, "body": message.body, "attributes": message.attributes})
-    )
-    if sqs_message_size(body) > max_bytes:
+    # The final envelope as the consumer wrote it, signature and all: the consumer reads it as its
+    # chain's next attempt in the next generation (envelope.unwrap), so the redriven copy takes its
+    # chain's claim over the ended one, and duplicates of one redrive still meet each other's claims.
+    # Rebuilding it here would need the deployment's signing key.
+    if not fits(message.raw_body, max_bytes):
         return OutgoingMessage(
             message.body,
             dict(message.attributes),
             "original",
             f"history not kept: the envelope would exceed the destination's {max_bytes} bytes",
         )
-    return OutgoingMessage(body, {}, "next-attempt")
+    return OutgoingMessage(message.raw_body, {}, "next-attempt")
 
 
 class Pacer:

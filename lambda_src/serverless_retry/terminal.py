@@ -57,6 +57,7 @@ from serverless_retry.envelope import (
 if TYPE_CHECKING:
     # Wire types only: selfheal/types.py is a leaf (it imports nothing of ours), read here by shape.
     from serverless_retry.selfheal.types import FailureDetail
+    from serverless_retry.signing import EnvelopeSigner
 
 __all__ = [
     "FRAME_OVERHEAD_BYTES",
@@ -172,11 +173,21 @@ def final_message(
     reason: str,
     traceback_text: str,
     max_bytes: int,
+    signer: EnvelopeSigner | None = None,
 ) -> tuple[str, dict[str, MessageAttribute], FinalForm]:
     """Body, message attributes and form of the message for the retry-exhausted queue, whose maximum
-    message size is ``max_bytes``. Never truncates the original body or attributes."""
+    message size is ``max_bytes``. Never truncates the original body or attributes. The envelope form
+    is signed by ``signer`` when given (a redrive of it then continues its chain)."""
     envelope = encode(
-        final_envelope(incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text)
+        final_envelope(
+            incoming,
+            outcome,
+            now=now,
+            error=error,
+            reason=reason,
+            traceback_text=traceback_text,
+            signer=signer,
+        )
     )
     if fits(envelope, max_bytes):
         return envelope, {}, "envelope"

@@ -21,7 +21,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import TAKEOVER_GRACE_SECONDS, DynamoDBClaims, Finish, claim_key
+from serverless_retry.claims import KEY_ITEM, TAKEOVER_GRACE_SECONDS, DynamoDBClaims, Finish, claim_key
 from serverless_retry.clock import FrozenClock
 from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
@@ -42,12 +42,15 @@ class Writes:
     def __init__(self, real: Any) -> None:
         self.real = real
         self.writes = 0
+        self.key_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.real, name)
 
         def call(**params: Any) -> Any:
-            if name in ("put_item", "update_item"):
+            if params.get("Key", {}).get("id", {}).get("S") == KEY_ITEM:
+                self.key_reads += 1  # the signing key: once per Lambda instance, not per message
+            elif name in ("put_item", "update_item"):
                 self.writes += 1
             elif name == "batch_write_item":
                 self.writes += sum(len(v) for v in params["RequestItems"].values())
@@ -149,6 +152,9 @@ def test_a_redriven_copy_whose_owner_died_holding_the_claim_is_processed(
     # An operator redrives the DLQ: the same copy under a new SQS message id.
     dying = False
     if tool:
+        # A claimant's claim is taken once its lease has passed (a live lease never is): SQS moves the
+        # copy to the DLQ a visibility timeout after its fifth receive, the redrive comes later.
+        clock.advance(31)
         found = decode({"MessageId": copy["MessageId"], "Body": copy["Body"], "MessageAttributes": {}})
         body = outgoing_message(found, reset_attempts=False, now=clock.now()).body
     else:  # a plain SQS move (StartMessageMoveTask) keeps the body as it is
@@ -202,6 +208,7 @@ def test_a_first_delivery_writes_nothing_and_a_retried_message_writes_once(
     assert len(copies) == 2
     assert failure_ids(consumer(event_from(copies, stack.queue_arn))) == []
     assert dynamodb.writes == 2  # one claim per retried message, no mark: both copies on a first receive
+    assert dynamodb.key_reads == 1  # the copies were signed with the key read once, and verified with it
 
 
 # -- 6. a claims-table outage: nothing toward the DLQ, nothing lost --------------------------------------------
@@ -351,6 +358,7 @@ def test_the_fake_table_answers_claims_as_moto_does(aws: None) -> None:
                             now=now,
                             lease_seconds=45,
                             predecessors=[o for o in owners if o != owner][: step % 3],
+                            generation=rng.choice([0, 0, 0, 1, 2]),  # redrives of the exhausted queue
                         )
                     )
                 elif action < 0.8:

@@ -229,11 +229,12 @@ def test_final_envelope_carries_outcome_reason_and_last_error() -> None:
     assert len(meta["final_error"]["traceback"]) <= 2048
     assert final["body"] == second.body
     assert final["attributes"] == ATTRS
-    # a final envelope never re-enters the loop
+    # redriven to the source queue, a final envelope is its chain's next attempt, one generation on
     back = roundtrip(final)
-    assert back.kind == "invalid"
-    assert back.problem is not None
-    assert "serverless_retry.outcome" in back.problem
+    assert back.kind == "envelope"
+    assert (back.context.id, back.context.attempt, back.context.generation) == (meta["id"], meta["attempt"] + 1, 1)
+    assert back.problem is None
+    assert back.meta is not None and "outcome" not in back.meta
 
 
 def test_final_envelope_of_an_invalid_message_keeps_the_raw_body_and_record_attributes() -> None:
@@ -275,8 +276,12 @@ def test_sample_events_classify_as_documented() -> None:
         "invalid",
         "serverless_retry.attempt: must be between 1 and 10000, got -1",
     )
-    final = unwrap((EVENTS / "envelope-final-exhausted.json").read_text(), {}, message_id="m", source=SOURCE)
-    assert final.kind == "invalid"
+    text = (EVENTS / "envelope-final-exhausted.json").read_text()
+    final = unwrap(text, {}, message_id="m", source=SOURCE)
+    # redriven to the source: the next attempt of its chain, in its next generation
+    stated = json.loads(text)["serverless_retry"]
+    assert final.kind == "envelope"
+    assert (final.context.attempt, final.context.generation) == (stated["attempt"] + 1, 1)
 
 
 def _set(path: str, value: Any) -> Any:
@@ -335,10 +340,11 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("meta array", _set(M, []), "serverless_retry: must be an object, got array"),
     ("meta null", _set(M, None), "serverless_retry: must be an object, got null"),
     ("meta unknown key", _set(f"{M}/retries", 3), "serverless_retry.retries: unexpected key"),
-    ("outcome present", _set(f"{M}/outcome", "exhausted"), "serverless_retry.outcome: a final envelope"),
-    ("reason present", _set(f"{M}/reason", "why"), "serverless_retry.reason: a final envelope"),
-    ("final_error present", _set(f"{M}/final_error", {}), "serverless_retry.final_error: a final envelope"),
-    ("exhausted_at present", _set(f"{M}/exhausted_at", "2026-11-30T10:00:00Z"), "serverless_retry.exhausted_at: a final envelope"),
+    # A final envelope (outcome present) is a redrive of its chain; its own fields are checked too.
+    ("final outcome unknown", _set(f"{M}/outcome", "gone"), "serverless_retry.outcome: must be one of"),
+    ("reason without outcome", _set(f"{M}/reason", "why"), "serverless_retry.outcome: missing"),
+    ("final_error without outcome", _set(f"{M}/final_error", {}), "serverless_retry.outcome: missing"),
+    ("exhausted_at without outcome", _set(f"{M}/exhausted_at", "2026-11-30T10:00:00Z"), "serverless_retry.outcome: missing"),
     ("top unknown key", _set("extra", 1), "extra: unexpected key"),
     ("body missing", _set("body", _DELETE), "body: missing"),
     ("body number", _set("body", 5), "body: must be a string, got number"),
