@@ -345,6 +345,7 @@ def test_the_fake_table_answers_claims_as_moto_does(aws: None) -> None:
         attempt = rng.randint(1, 3)
         owner = rng.choice(owners)
         action = rng.random()
+        generation = rng.choice([0, 0, 0, 1, 2])  # redrives of the retry-exhausted queue into the chain
         outcomes = []
         for store in (real, fake):
             try:
@@ -358,7 +359,7 @@ def test_the_fake_table_answers_claims_as_moto_does(aws: None) -> None:
                             now=now,
                             lease_seconds=45,
                             predecessors=[o for o in owners if o != owner][: step % 3],
-                            generation=rng.choice([0, 0, 0, 1, 2]),  # redrives of the exhausted queue
+                            generation=generation,
                         )
                     )
                 elif action < 0.8:
