@@ -301,7 +301,9 @@ class RetryingConsumer:
         claims: ClaimStore | None = None,
         on_exhausted: ExhaustedHook | None = None,
     ) -> None:
-        self.processor = processor
+        from serverless_retry.async_processor import synchronous  # async handlers run to completion
+
+        self.processor = processor if isinstance(processor, IdempotentProcessor) else synchronous(processor)
         self.on_exhausted = on_exhausted
         self.policy = policy
         self.targets = targets
@@ -716,6 +718,10 @@ class RetryingConsumer:
                 if isinstance(step, InPlace):
                     resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
         except Exception:
+            problem = record_problem(record)
+            if problem is not None:  # (the fast path reads no more than it needs: a bad record shows here)
+                self._unhandled(plan, record, problem, error=error, blocked=blocked)
+                return
             self.logger.exception("could not plan the retry", extra={"message_id": message_id})
             plan.failed.add(message_id)
         if self._ordered:

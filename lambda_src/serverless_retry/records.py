@@ -46,6 +46,10 @@ def record_problem(record: object) -> str | None:
         return "unhandled record: it has no body"
     if not isinstance(record["body"], str):
         return f"unhandled record: its body is a JSON {json_kind(record['body'])}, not a string"
+    attributes = record.get("messageAttributes")
+    if attributes is not None and not isinstance(attributes, Mapping):
+        # Its retry copy could not carry them: planning it would fail on every receive until the DLQ.
+        return f"unhandled record: its messageAttributes are a JSON {json_kind(attributes)}, not an object"
     return None
 
 

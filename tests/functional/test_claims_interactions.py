@@ -289,3 +289,20 @@ def test_a_record_with_both_attribute_values_is_retried_not_refused(stack: Stack
         consumer(event_from(pending, stack.queue_arn))
     assert runs == [1, 2, 3]
     assert stack.drain(stack.exhausted_url) == []
+
+
+# -- 9. a record whose messageAttributes are not an object ----------------------------------------------------
+def test_a_failing_record_with_attributes_as_a_list_is_exhausted_with_the_reason(
+    stack: Stack, clock: FrozenClock
+) -> None:
+    def process(message: Message) -> None:
+        raise RetryableError("busy")
+
+    consumer = _consumer(stack, process, clock, _table())
+    record = sqs_record("o", message_id="o", queue_arn=stack.queue_arn)
+    record["messageAttributes"] = [{"name": "tenant", "stringValue": "a"}]  # a hand-built event may
+    assert failure_ids(consumer({"Records": [record]})) == []  # not handed back toward the DLQ
+    [exhausted] = stack.drain(stack.exhausted_url)
+    meta = json.loads(exhausted["Body"])["serverless_retry"]
+    assert meta["outcome"] == "invalid-envelope"
+    assert "messageAttributes are a JSON array" in meta["reason"]
