@@ -13,9 +13,18 @@ stood, so logical time is continuous and never goes back. At scale 1 the clock i
 time spent held.
 
 The clock is shared by processes: the emulator writes (anchor_real, anchor_logical, cap) to a small
-file that every reader maps (a sequence number around each write, so a reader never sees half of
-one): the runtime (:class:`SharedClock`) and each function's worker (which shows Lambda code the
-clock through ``time.time``: see ``worker.py``).
+file that every reader maps: the runtime (:class:`SharedClock`), the operator's commands under the
+emulator, and each function's worker (which shows Lambda code the clock through ``time.time``: see
+``worker.py``). A sequence number around each write (odd while it is under way) lets a reader tell
+half of a write from a whole one.
+
+Two slots. The file holds the state twice: slot 1 is written first, then slot 0 (where ``worker.py``
+reads). A reader takes slot 0 when it is whole, else slot 1, which is then whole: a writer stops in
+the middle of one slot at most. With one slot, a writer stopped between its two sequence numbers (its
+thread waiting for the GIL behind the emulator's other threads, its process descheduled on a loaded
+machine, or killed) left every reader spinning on an odd number; a reader gave up after 1,000 reads
+(about a millisecond) with "the clock file is being written without end", and a long redrive under the
+emulator, which makes the runtime publish a hold for every message it moves, met that sooner or later.
 """
 
 from __future__ import annotations
@@ -31,9 +40,15 @@ from pathlib import Path
 
 __all__ = ["CLOCK_FILE_SIZE", "HeldClock", "SharedClock", "read_clock_file"]
 
-# sequence number (odd while a write is under way), anchor_real, anchor_logical, cap (inf: none).
+# One slot: sequence number (odd while a write is under way), anchor_real, anchor_logical, cap (inf:
+# none). The file holds two (see the module docstring); worker.py reads the first.
 _LAYOUT = struct.Struct("<Qddd")
-CLOCK_FILE_SIZE = _LAYOUT.size
+_SEQ, _STATE = struct.Struct("<Q"), struct.Struct("<ddd")
+_SLOTS = (0, _LAYOUT.size)  # offsets; slot 1 is written before slot 0
+CLOCK_FILE_SIZE = _LAYOUT.size * len(_SLOTS)
+# A reader that finds both slots mid-write (the writer published again while it looked) tries again,
+# yielding the CPU between tries, for this long before it calls the file abandoned.
+_READ_PATIENCE_SECONDS = 5.0
 
 
 class HeldClock:
@@ -98,12 +113,13 @@ class HeldClock:
     def _publish(self) -> None:
         if self._map is None:
             return
-        anchor_real, anchor_logical, cap = self._state
-        self._seq += 1
-        self._map[0:8] = struct.pack("<Q", self._seq)  # odd: being written
-        self._map[8:] = struct.pack("<ddd", anchor_real, anchor_logical, cap)
-        self._seq += 1
-        self._map[0:8] = struct.pack("<Q", self._seq)
+        payload = _STATE.pack(*self._state)
+        self._seq += 2
+        writing, written = _SEQ.pack(self._seq - 1), _SEQ.pack(self._seq)
+        for offset in reversed(_SLOTS):  # slot 1, then slot 0: one of them is whole at any instant
+            self._map[offset : offset + 8] = writing
+            self._map[offset + 8 : offset + _LAYOUT.size] = payload
+            self._map[offset : offset + 8] = written
 
     def close(self) -> None:
         if self._map is not None:
@@ -111,13 +127,37 @@ class HeldClock:
             self._map = None
 
 
-def read_clock_file(view: mmap.mmap | bytes) -> tuple[float, float, float]:
-    """(anchor_real, anchor_logical, cap) from a clock file, never half of a write."""
-    for _ in range(1000):
-        seq, anchor_real, anchor_logical, cap = _LAYOUT.unpack(view[:CLOCK_FILE_SIZE])
-        if seq % 2 == 0 and struct.unpack("<Q", view[0:8])[0] == seq:
-            return anchor_real, anchor_logical, cap
-    raise RuntimeError("the clock file is being written without end")
+def _whole_slot(view: mmap.mmap | bytes, offset: int) -> tuple[float, float, float] | None:
+    # The sequence number, then the state, then the number again: the same even number twice means
+    # no write touched the state in between.
+    (before,) = _SEQ.unpack(view[offset : offset + 8])
+    state = _STATE.unpack(view[offset + 8 : offset + _LAYOUT.size])
+    (after,) = _SEQ.unpack(view[offset : offset + 8])
+    return state if before % 2 == 0 and after == before else None
+
+
+def read_clock_file(
+    view: mmap.mmap | bytes, *, monotonic: Callable[[], float] = time.monotonic
+) -> tuple[float, float, float]:
+    """(anchor_real, anchor_logical, cap) from a clock file, never half of a write: slot 0 when it
+    is whole, else slot 1. Both mid-write means the writer published again while this looked: try
+    again, yielding the CPU so the writer can finish, for ``_READ_PATIENCE_SECONDS`` at most."""
+    deadline: float | None = None
+    tries = 0
+    while True:
+        for offset in _SLOTS:
+            state = _whole_slot(view, offset)
+            if state is not None:
+                return state
+        tries += 1
+        if deadline is None:
+            deadline = monotonic() + _READ_PATIENCE_SECONDS
+        elif monotonic() > deadline:
+            raise RuntimeError(
+                f"the emulator's clock file was not whole once in {_READ_PATIENCE_SECONDS:g} s ({tries} "
+                "reads): its writer stopped in the middle of a write (is the emulator still running?)"
+            )
+        time.sleep(0 if tries < 100 else 0.001)
 
 
 class SharedClock:
