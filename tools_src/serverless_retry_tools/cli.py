@@ -36,11 +36,13 @@ Each command's --help shows examples. Tables and progress bars use rich when it 
 exit status:
   0  ok
   1  partial failure: some messages failed or a run stopped early (nothing is lost), an AWS error,
-     or the output pipe closed early (e.g. | head)
+     an unexpected error (one line; SERVERLESS_RETRY_TRACEBACK=1 shows where), or the output pipe
+     closed early (e.g. | head)
   2  usage error: a nonsense argument, an invalid policy, a missing policy file
 """
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2
+TRACEBACK_VARIABLE = "SERVERLESS_RETRY_TRACEBACK"  # set to 1: an unexpected error with its traceback
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +102,26 @@ def _run(argv: Sequence[str] | None) -> int:
     except (ClientError, BotoCoreError) as exc:
         print(f"error: {_aws_error(exc)}", file=sys.stderr)
         return EXIT_PARTIAL
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise  # main's: a closed pipe ends quietly, an interrupt says what is left
+    except Exception as exc:  # a bug or a broken environment: one line, not a traceback
+        _unexpected(exc, getattr(args, "command", None))
+        return EXIT_PARTIAL
     return EXIT_USAGE
+
+
+def _unexpected(exc: Exception, command: str | None) -> None:
+    if os.environ.get(TRACEBACK_VARIABLE) == "1":
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    # redrive sends (discard archives) each message before deleting it: an unfinished one is in place.
+    safe = " (anything not moved is still in its queue)" if command in ("redrive", "discard") else ""
+    print(
+        f"error: {command or 'the command'} stopped on an unexpected error{safe}: "
+        f"{type(exc).__name__}: {exc} (set {TRACEBACK_VARIABLE}=1 to see where)",
+        file=sys.stderr,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
