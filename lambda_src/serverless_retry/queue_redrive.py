@@ -11,6 +11,22 @@ Order of operations of a redrive, for every message:
 5. a send refused for this message alone (bad contents, too large) fails that message and the pass
    goes on; any other failure (throttling, outage, permissions) ends the pass: what is left stays.
 
+One run moves each message at most once, and only what the queue held when it started
+(:class:`RunMemory`, :func:`arrived_during_run`). With the consumer running, a redriven copy that
+fails again comes back to the queue being redriven as a new message; the same pass must not take it:
+
+- a message is *new to the run* when, at its first receive (this pass's: ``ApproximateReceiveCount``
+  1), it had been in the queue (``ApproximateFirstReceiveTimestamp - SentTimestamp``, both stamped by
+  SQS) for more than ``ARRIVAL_MARGIN_SECONDS`` less than the pass had been running when it asked for
+  it (on the redrive's clock: the emulator's logical one under it). Durations on one clock each, so no
+  skew between the redrive's host and SQS enters; the margin covers the milliseconds SQS rounds to and
+  its hosts' own skew. A new message stays where it is (``arrived``), for a later run, and a poll that
+  brings only such messages counts as an empty one, so the pass ends even while the queue fills;
+- whatever the clocks say, a message is not moved when this run already moved its chain (the same
+  retry id: one copy per chain per run, so a redrive never starts two copies of one message) or when
+  its retry id is the message id a destination gave a copy this run sent (a copy with a fresh budget,
+  or a plain message, failed again under its new id): ``repeated``, left in place.
+
 What is sent back: by default the message keeps its id (the idempotency key), its attempt count and
 its history, and comes back as a retry envelope of the next attempt, so a message that fails again
 is exhausted at once instead of starting a second retry storm; ``reset_attempts`` sends the original
@@ -38,22 +54,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.envelope import (
-    ENVELOPE_KEY,
     ERROR_TEXT_LIMIT,
-    HISTORY_LIMIT,
     MAX_ATTEMPT,
-    VERSION,
-    Envelope,
     api_attributes,
-    encode,
     fits,
-    sqs_message_size,
     waiting_copy,
 )
 from serverless_retry.redrive_options import RedriveOptions
@@ -69,11 +79,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGE_BUCKETS",
+    "ARRIVAL_MARGIN_SECONDS",
     "ExhaustedMessage",
     "Inspection",
     "OutgoingMessage",
     "RedriveReport",
+    "RunMemory",
     "Scan",
+    "arrived_during_run",
     "attribute_int",
     "decode",
     "describe_error",
@@ -301,6 +314,23 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+ARRIVAL_MARGIN_SECONDS = 1.0  # see the module docstring: one run, what it found
+
+
+def arrived_during_run(raw: MessageTypeDef, running_seconds: float) -> bool:
+    """Whether ``raw``, just received, was sent to its queue after the pass that received it started,
+    the pass having run ``running_seconds`` when it asked for it (see the module docstring). False
+    when SQS gave no timestamps to tell by: the run's memory still keeps it from being moved twice."""
+    system: Mapping[str, str] = raw.get("Attributes", {})  # type: ignore[assignment]
+    if system.get("ApproximateReceiveCount") != "1":
+        return False  # received before this pass asked: it was there before the pass started
+    try:
+        waited = (int(system["ApproximateFirstReceiveTimestamp"]) - int(system["SentTimestamp"])) / 1000
+    except (KeyError, ValueError):
+        return False
+    return waited + ARRIVAL_MARGIN_SECONDS < running_seconds
+
+
 class Scan:
     """One pass over a queue: each message is received once and stays hidden until :meth:`forget`
     (it was deleted) or :meth:`release_all`, which makes every other one visible again at once.
@@ -308,6 +338,10 @@ class Scan:
     A message whose visibility ran out during a long pass comes back with a new receipt handle; the
     newest handle is kept (a delete or release with an old one would not apply) and the message is
     not yielded twice. The pass ends after ``empty_polls`` receives in a row bring nothing new.
+
+    With a ``clock``, the pass notes when it started and tells the messages sent to the queue after
+    that (:meth:`arrived`, :func:`arrived_during_run`); a receive that brings only those is an empty
+    one, so a queue that keeps filling does not keep the pass going.
     """
 
     def __init__(
@@ -319,6 +353,7 @@ class Scan:
         wait_seconds: int = 1,
         empty_polls: int = 2,
         batch_size: int = 10,
+        clock: Clock | None = None,
     ) -> None:
         self.sqs = sqs
         self.queue_url = queue_url
@@ -328,12 +363,25 @@ class Scan:
         self.batch_size = max(1, min(10, batch_size))
         self._held: dict[str, str] = {}  # message id -> newest receipt handle
         self.seen = 0
+        self.clock = clock
+        self.started = clock.now() if clock is not None else None
+        self._arrived: set[str] = set()  # message ids sent to the queue after the pass started
+
+    def arrived(self, message: ExhaustedMessage) -> bool:
+        """Whether ``message`` was sent to the queue after this pass started (needs a ``clock``)."""
+        return message.message_id in self._arrived
+
+    def _running_seconds(self) -> float | None:
+        if self.clock is None or self.started is None:
+            return None
+        return (self.clock.now() - self.started).total_seconds()
 
     def messages(self, limit: int | None = None) -> Iterator[ExhaustedMessage]:
         seen: set[str] = set()
         empties = 0
         while (limit is None or len(seen) < limit) and empties < self.empty_polls:
             wanted = self.batch_size if limit is None else min(self.batch_size, limit - len(seen))
+            running = self._running_seconds()  # read before the receive: SQS stamps the receive after
             batch = self.sqs.receive_message(
                 QueueUrl=self.queue_url,
                 MaxNumberOfMessages=wanted,
@@ -343,13 +391,18 @@ class Scan:
                 MessageSystemAttributeNames=["All"],
             ).get("Messages", [])
             fresh = []
+            found = False  # a message the queue held when the pass started
             for raw in batch:
                 message_id = raw.get("MessageId", "")
                 self._held[message_id] = raw.get("ReceiptHandle", "")
                 if message_id not in seen:
                     seen.add(message_id)
                     fresh.append(raw)
-            empties = 0 if fresh else empties + 1
+                    if running is not None and arrived_during_run(raw, running):
+                        self._arrived.add(message_id)
+                    else:
+                        found = True
+            empties = 0 if found else empties + 1
             for raw in fresh:
                 self.seen += 1
                 yield decode(raw)
@@ -628,6 +681,35 @@ class Pacer:
         self._next = now + self.interval
 
 
+class RunMemory:
+    """What one run has moved (or, in a dry run, would move): each chain's retry id, and the message
+    ids the destination gave the copies sent. A message of a chain already moved, or whose retry id is
+    one of those ids (a copy sent with a fresh budget, or a plain message, failed again under its new
+    id), is not moved again by the same run."""
+
+    def __init__(self) -> None:
+        self._chains: dict[str, str] = {}  # retry id -> the message id of the copy moved
+        self._sent: set[str] = set()
+
+    def repeat(self, message: ExhaustedMessage) -> str | None:
+        """Why this run must not move ``message``; None when it may."""
+        chain = message.envelope_id
+        if chain and chain in self._chains:
+            return (
+                f"a copy of chain {chain} (message {self._chains[chain]}) was already moved by this run: "
+                "one copy per chain, so no message runs as two chains"
+            )
+        if chain and chain in self._sent:
+            return f"this run's own copy (sent as message {chain}), failed again: not moved twice in one run"
+        return None
+
+    def took(self, message: ExhaustedMessage, sent_id: str | None = None) -> None:
+        if message.envelope_id:
+            self._chains.setdefault(message.envelope_id, message.message_id)
+        if sent_id:
+            self._sent.add(sent_id)
+
+
 @dataclass
 class RedriveReport:
     dry_run: bool = False
@@ -639,6 +721,13 @@ class RedriveReport:
     stopped: str | None = None  # why the pass ended early; the rest stayed in place
     not_released: list[str] = field(default_factory=list)
     send_times: list[float] = field(default_factory=list)  # monotonic, after each send
+    # Selected, but sent to the queue after the run started (this run's own copies failing again among
+    # them): left in place for a later run.
+    arrived: list[ExhaustedMessage] = field(default_factory=list)
+    # Selected, but of a chain this run already moved (RunMemory.repeat says how): left in place.
+    repeated: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)
+    started_at: datetime | None = None  # on the redrive's clock
+    found_at_start: int | None = None  # the queue's approximate count (visible + in flight) then
 
     @property
     def redriven(self) -> list[ExhaustedMessage]:
@@ -661,10 +750,13 @@ class RedriveReport:
             "skipped": len(self.skipped),
             "failed": len(self.failed),
             "duplicated": len(self.duplicated),
+            "arrived": len(self.arrived),
+            "repeated": len(self.repeated),
         }
 
 
-Sender = Callable[[ExhaustedMessage, OutgoingMessage], None]
+# Sends one message; returns the message id the destination gave it when there is one (RunMemory).
+Sender = Callable[[ExhaustedMessage, OutgoingMessage], str | None]
 
 
 def sqs_sender(sqs: SQSClient, queue_url: str, *, message_group_id: str | None = None) -> Sender:
@@ -672,7 +764,7 @@ def sqs_sender(sqs: SQSClient, queue_url: str, *, message_group_id: str | None =
     deduplication id derived from the redriven message's id, so a resend after a crash is dropped."""
     fifo = queue_url.endswith(".fifo")
 
-    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> None:
+    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> str | None:
         params: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": outgoing.body}
         attributes = api_attributes(outgoing.attributes)
         if attributes:
@@ -682,7 +774,7 @@ def sqs_sender(sqs: SQSClient, queue_url: str, *, message_group_id: str | None =
             params["MessageDeduplicationId"] = hashlib.sha256(
                 f"redrive:{message.message_id}".encode()
             ).hexdigest()
-        sqs.send_message(**params)
+        return sqs.send_message(**params).get("MessageId")
 
     return send
 
@@ -691,7 +783,7 @@ def lambda_sender(lambda_client: Any) -> Sender:
     """Invoke the function asynchronously (InvocationType Event), as the self-healing redrive does: its
     event invoke config and on-failure destination take over from there."""
 
-    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> None:
+    def send(message: ExhaustedMessage, outgoing: OutgoingMessage) -> str | None:
         if outgoing.function is None:
             raise NotReinvocable(f"{message.message_id}: no function to invoke")
         response = lambda_client.invoke(
@@ -699,6 +791,7 @@ def lambda_sender(lambda_client: Any) -> Sender:
         )
         if response.get("StatusCode") != 202:
             raise RuntimeError(f"asynchronous Invoke answered {response.get('StatusCode')}, not 202")
+        return None  # the re-invoked event keeps its retry id (selfheal.reinvoke): RunMemory knows it
 
     return send
 
@@ -720,6 +813,19 @@ def _destination_max_bytes(sqs: SQSClient, queue_url: str) -> int:
         return DEFAULT_MAX_MESSAGE_BYTES  # the smallest SQS maximum: an envelope that fits it fits any queue
 
 
+def _found_at_start(sqs: SQSClient, queue_url: str) -> int | None:
+    try:
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        ).get("Attributes", {})
+    except (ClientError, BotoCoreError):
+        return None  # a count for the report only: the receives say what is there
+    visible = attribute_int(attributes, "ApproximateNumberOfMessages")
+    hidden = attribute_int(attributes, "ApproximateNumberOfMessagesNotVisible")
+    return None if visible is None else visible + (hidden or 0)
+
+
 def redrive(
     sqs: SQSClient,
     options: RedriveOptions,
@@ -739,11 +845,17 @@ def redrive(
 
     ``sender`` replaces the destination (a test's fake); with ``options.to_function`` the messages are
     re-invoked through ``lambda_client``. ``should_stop`` returns a reason to end the pass early (a
-    Lambda's time budget). A message the destination cannot take (:func:`refusal`) fails and stays."""
+    Lambda's time budget). A message the destination cannot take (:func:`refusal`) fails and stays.
+
+    One run moves each message at most once and only what the queue held when it started (see the
+    module docstring): a selected message sent after the start is left (``report.arrived``), and so is
+    one of a chain the run already moved (``report.repeated``)."""
     if options.native:
         raise ValueError("a native redrive is check_native() + start_native(), not redrive()")
     clock = clock or SystemClock()
-    report = RedriveReport(dry_run=options.dry_run)
+    report = RedriveReport(dry_run=options.dry_run, started_at=clock.now())
+    report.found_at_start = _found_at_start(sqs, options.from_queue_url)
+    memory = RunMemory()
     if sender is None and options.to_function:
         if lambda_client is None:
             raise ValueError("a redrive to a function needs a lambda_client")
@@ -759,7 +871,12 @@ def redrive(
     # Receive no more than can be sent while they are hidden, so a slow rate never lets one reappear.
     batch = 10 if options.rate is None else max(1, min(10, int(options.rate * visibility / 2)))
     scan = Scan(
-        sqs, options.from_queue_url, visibility=visibility, wait_seconds=wait_seconds, batch_size=batch
+        sqs,
+        options.from_queue_url,
+        visibility=visibility,
+        wait_seconds=wait_seconds,
+        batch_size=batch,
+        clock=clock,
     )
     try:
         for message in scan.messages():
@@ -770,11 +887,19 @@ def redrive(
             if not matches(message, options, clock.now()) or (select is not None and not select(message)):
                 report.skipped.append(message)
                 continue
+            if scan.arrived(message):  # after the run started: not what it found (a later run's)
+                report.arrived.append(message)
+                continue
+            repeat = memory.repeat(message)
+            if repeat is not None:
+                report.repeated.append((message, repeat))
+                continue
             refused = refusal(message, options)
             if refused is not None:  # dry run or not: it would not move, and says why
                 report.failed.append((message, refused))
             elif options.dry_run:
                 report.moved.append(message)
+                memory.took(message)
             elif not _move(
                 sqs,
                 options=options,
@@ -786,6 +911,7 @@ def redrive(
                 max_bytes=max_bytes,
                 monotonic=monotonic,
                 report=report,
+                memory=memory,
             ):
                 break
             if on_progress is not None:
@@ -812,6 +938,7 @@ def _move(
     max_bytes: int,
     monotonic: Callable[[], float],
     report: RedriveReport,
+    memory: RunMemory,
 ) -> bool:
     """Send, then delete, one message; False ends the pass (the rest stays in place)."""
     try:
@@ -824,13 +951,14 @@ def _move(
             function=options.function,
         )
         pacer.wait()
-        sender(message, outgoing)
+        sent_id = sender(message, outgoing)
     except Exception as exc:  # nothing was sent: the message stays where it is
         report.failed.append((message, describe_error(exc)))
         if _message_level(exc):
             return True
         report.stopped = f"send failed: {describe_error(exc)}"
         return False
+    memory.took(message, sent_id if isinstance(sent_id, str) else None)  # sent: moved, or duplicated
     report.send_times.append(monotonic())
     if outgoing.note:
         report.notes.append((message, outgoing.note))

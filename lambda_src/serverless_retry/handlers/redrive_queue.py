@@ -10,7 +10,9 @@ The queues come from the environment that ``modules/scheduled-retry`` sets when 
 is on: ``SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS`` (comma-separated; the first is the default
 ``from_queue_url``) and ``SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL``. An event naming any other queue is
 refused: the function's role reaches only these. The pass stops ``TIME_MARGIN_MS`` before the
-function's timeout and leaves the rest in place (``"complete": false``: invoke it again).
+function's timeout and leaves the rest in place (``"complete": false``: invoke it again). One
+invocation is one run: it moves each message at most once and only what the queue held when it
+started (``"arrived"``, ``"repeated"``: left in place; see :mod:`serverless_retry.queue_redrive`).
 ``"native": true`` starts a StartMessageMoveTask and returns its handle without waiting.
 ``"to_function"`` is refused here (:data:`TO_FUNCTION_REFUSED`): the queues this function reads hold no
 record of a failed invocation (the consumer's envelopes, the source queue's dead letters), so its role
@@ -27,7 +29,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import client
-from serverless_retry.clock import SystemClock
+from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.native_redrive import check_native, start_native
 from serverless_retry.queue_redrive import RedriveReport, redrive
 from serverless_retry.redrive_options import OptionsError, RedriveOptions, options_from_mapping
@@ -102,6 +104,11 @@ def _summary(report: RedriveReport) -> dict[str, Any]:
         "failures": [{"message_id": m.message_id, "error": why} for m, why in report.failed],
         "duplicated": [{"message_id": m.message_id, "error": why} for m, why in report.duplicated],
         "notes": [{"message_id": m.message_id, "note": note} for m, note in report.notes],
+        # Left by the once-per-run rule (queue_redrive): a later invocation takes them.
+        "found_at_start": report.found_at_start,
+        "repeated_messages": [
+            {"message_id": m.message_id, "why": why} for m, why in report.repeated[:LISTED_MESSAGES]
+        ],
     }
 
 
@@ -111,6 +118,7 @@ def run(
     *,
     sqs: Any = None,
     environ: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
 ) -> dict[str, Any]:
     options = options_for(event, os.environ if environ is None else environ)
     sqs = sqs or client("sqs")
@@ -136,7 +144,7 @@ def run(
             else None
         )
 
-    report = redrive(sqs, options, clock=SystemClock(), should_stop=out_of_time)
+    report = redrive(sqs, options, clock=clock or SystemClock(), should_stop=out_of_time)
     summary = _summary(report)
     logger.info("redrive finished", extra={k: v for k, v in summary.items() if not isinstance(v, list)})
     return summary

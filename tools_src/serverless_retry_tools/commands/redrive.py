@@ -44,7 +44,10 @@ examples:
 
 A redrive that changes anything asks first on a terminal; from a script it needs --yes. Every message
 is sent to the destination before it is deleted here; skipped messages and whatever is left when a
-run stops stay where they were, visible again. Without --to-queue-url each message goes back to the
+run stops stay where they were, visible again. One run moves each message at most once and only what
+the queue held when it started: a message sent to it after the start (a redriven copy that failed
+again, with the consumer running) and a second copy of a chain the run already moved stay, listed as
+left; a later run takes them. Without --to-queue-url each message goes back to the
 source queue it records (a message without one stays, and is listed). By default a message keeps its
 id, attempt count and history (if it fails again it is exhausted at once); --reset-attempts sends the
 original body and attributes with a fresh budget. Plain DLQ messages go back verbatim either way.
@@ -147,13 +150,30 @@ def _report_json(report: RedriveReport) -> dict[str, Any]:
         "duplicated": [{"id": m.envelope_id, "error": why} for m, why in report.duplicated],
         "notes": [{"id": m.envelope_id, "note": note} for m, note in report.notes],
         "not_released": report.not_released,
+        "found_at_start": report.found_at_start,
+        "arrived_ids": [m.envelope_id for m in report.arrived],
+        "repeated_ids": [
+            {"id": m.envelope_id, "message_id": m.message_id, "why": why} for m, why in report.repeated
+        ],
     }
+
+
+def _left_in_run(report: RedriveReport) -> str:
+    """What one run leaves by rule (at most once per run, only what it found): see queue_redrive."""
+    parts = []
+    if report.arrived:
+        parts.append(f", left {len(report.arrived)} sent after the run started (for a later run)")
+    if report.repeated:
+        parts.append(f", left {len(report.repeated)} of chains this run already moved")
+    return "".join(parts)
 
 
 def _print_report(
     report: RedriveReport, options: RedriveOptions, clock: Clock, router: SourceRouter | None
 ) -> None:
     now = clock.now()
+    for message, why in report.repeated:
+        print(f"left {message.envelope_id} ({message.message_id}): {why}", file=sys.stderr)
     routes = router.routes if router is not None else {}
     now_rows = [
         (
@@ -188,7 +208,8 @@ def _print_report(
         refused = f", would refuse {len(report.failed)}" if report.failed else ""
         forms = _forms(report.moved, options)
         print(
-            f"dry run: would move {len(report.moved)}, would skip {skipped}{refused}{not_routed} "
+            f"dry run: would move {len(report.moved)}, would skip {skipped}{refused}{not_routed}"
+            f"{_left_in_run(report)} "
             f"(to {_destination(options)}{': ' + forms if forms else ''}); nothing was changed"
         )
         return
@@ -202,6 +223,7 @@ def _print_report(
         f"moved {len(report.moved)}, skipped {skipped}, failed {len(report.failed)}"
         + not_routed
         + (f", duplicated {len(report.duplicated)}" if report.duplicated else "")
+        + _left_in_run(report)
         + speed
     )
     if report.stopped:
