@@ -1047,8 +1047,9 @@ class RetryingConsumer:
         decision = step.decision
         plan.log_retry(message_id, context.id, context.attempt, error, decision)
         if isinstance(step, InPlace):
+            due = now + timedelta(seconds=step.timeout_seconds)  # counted from the decision, not the call
             plan.visibility.append(
-                VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds)
+                VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds, due)
             )
             plan.labels[message_id] = "visibility"
             return step

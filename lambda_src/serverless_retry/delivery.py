@@ -127,6 +127,9 @@ class VisibilityChange(NamedTuple):
     key: str
     receipt_handle: str
     timeout_seconds: int  # real seconds
+    # An in-place retry's due time: the timeout is then what is left of it when the call is made (the
+    # rest of the batch ran since the decision), at most timeout_seconds, as send_delay does for copies.
+    due_at: datetime | None = None
 
 
 def dedup_id(*parts: object) -> str:
@@ -258,8 +261,9 @@ class Delivery:
         return failed
 
     def _change_batch(self, chunk: list[VisibilityChange]) -> tuple[set[str], list[VisibilityChange]]:
+        now = self._clock.now() if any(c.due_at is not None for c in chunk) else None
         entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
-            {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": c.timeout_seconds}
+            {"Id": str(i), "ReceiptHandle": c.receipt_handle, "VisibilityTimeout": visibility_timeout(c, now)}
             for i, c in enumerate(chunk)
         ]
         try:
@@ -413,6 +417,16 @@ class Delivery:
             "CreateSchedule gave no answer; created again after GetSchedule found none", extra=log
         )
         return "scheduled"
+
+
+def visibility_timeout(change: VisibilityChange, now: datetime | None) -> int:
+    """VisibilityTimeout for ``change`` made at ``now``: the whole seconds left until its due time,
+    rounded up, never negative, at most its ``timeout_seconds``."""
+    timeout, due_at = change.timeout_seconds, change.due_at
+    if due_at is not None and now is not None:
+        left = math.ceil((due_at - now).total_seconds())
+        timeout = max(0, min(timeout, left))
+    return timeout
 
 
 def send_delay(message: Outgoing, now: datetime | None) -> int:

@@ -306,3 +306,27 @@ def test_a_failing_record_with_attributes_as_a_list_is_exhausted_with_the_reason
     meta = json.loads(exhausted["Body"])["serverless_retry"]
     assert meta["outcome"] == "invalid-envelope"
     assert "messageAttributes are a JSON array" in meta["reason"]
+
+
+# -- 9. an in-place retry is due when decided, however long the rest of the batch runs ------------------------
+def test_an_in_place_retry_is_not_late_by_the_batch_run_time(stack: Stack, clock: FrozenClock) -> None:
+    def process(message: Message) -> None:
+        if message.body == "fails":
+            raise RetryableError("busy")
+        clock.advance(40)  # a slow record after it in the same batch
+
+    consumer = make_consumer(
+        stack,
+        process,
+        {"transport": "visibility", "backoff": {"strategy": "fixed", "base_seconds": 120}},
+        clock,
+    )
+    for body in ("fails", "slow"):
+        stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=body)
+    received = stack.receive(stack.queue_url, visibility=600)
+    failed = [m for m in received if m["Body"] == "fails"]
+    consumer(event_from(received, stack.queue_arn))
+    [change] = stack.called("ChangeMessageVisibilityBatch")
+    [entry] = change["Entries"]
+    assert entry["ReceiptHandle"] == failed[0]["ReceiptHandle"]
+    assert entry["VisibilityTimeout"] == 120 - 40  # due 120 s after the decision, not after the call
