@@ -22,18 +22,28 @@ instead of ``SERVERLESS_RETRY_PROCESSOR``.
 from __future__ import annotations
 
 import functools
+import inspect
 import random
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from aws_lambda_powertools import Logger
 
+from serverless_retry.async_processor import (
+    is_async_processor,
+    refuse_inside_running_loop,
+    requires_lambda_context,
+    run,
+    synchronous,
+)
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
 from serverless_retry.consumer import BatchResponse, RetryingConsumer, idempotent_processor
-from serverless_retry.message import ExhaustedHook, Processor
+from serverless_retry.message import ExhaustedHook, Message, Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy
 
@@ -80,8 +90,13 @@ class RetryingProcessor:
         self._metrics = metrics
         self._rand = rand
         self._settings: ConsumerSettings | None = None
-        # One consumer per record handler (almost always one), built on its first batch.
-        self._consumers: dict[Processor, RetryingConsumer] = {}
+        # One consumer for every record handler: it calls the handler of the call in progress. A
+        # handler made per invocation (a functools.partial carrying the context) then costs no new
+        # consumer, claims store or signing-key read, and nothing grows with the invocations.
+        self._consumer: RetryingConsumer | None = None
+        self._current: ContextVar[_Handler | None] = ContextVar("serverless_retry_handler", default=None)
+        self._direct: _Handler | None = None  # consumer(h) called directly runs h
+        self._handlers: OrderedDict[Processor, _Handler] = OrderedDict()  # the last few, prepared
 
     @property
     def settings(self) -> ConsumerSettings:
@@ -102,14 +117,33 @@ class RetryingProcessor:
         return self._settings
 
     def consumer(self, record_handler: Processor) -> RetryingConsumer:
-        """The ``RetryingConsumer`` that runs ``record_handler`` (made once, then reused)."""
-        consumer = self._consumers.get(record_handler)
-        if consumer is None:
+        """The ``RetryingConsumer`` this processor runs (made once, then reused for every handler);
+        called directly, it runs ``record_handler``. Raises ``TypeError`` for a handler that cannot
+        be called with a message (and ``lambda_context=``, if it declares that parameter)."""
+        self._direct = self._handler(record_handler)
+        return self._engine()
+
+    def process(
+        self, event: Mapping[str, Any], record_handler: Processor, context: Any = None
+    ) -> BatchResponse:
+        """``record_handler(Message)`` for each record (``record_handler(Message, lambda_context=
+        context)`` if it declares ``lambda_context``); the partial batch response."""
+        handler = self._handler(record_handler)
+        if handler.is_async:
+            refuse_inside_running_loop()  # before any record: the batch goes back whole
+        token = self._current.set(handler._replace(context=context))
+        try:
+            return self._engine()(event, context)
+        finally:
+            self._current.reset(token)
+
+    def _engine(self) -> RetryingConsumer:
+        if self._consumer is None:
             settings = self.settings
-            processor: Processor = record_handler
+            processor: Processor = self._run_current
             if settings.idempotency_table:  # as the built-in handler does (consumer_from_env)
-                processor = idempotent_processor(record_handler, settings.idempotency_table)
-            consumer = RetryingConsumer.from_settings(
+                processor = idempotent_processor(processor, settings.idempotency_table)
+            self._consumer = RetryingConsumer.from_settings(
                 settings,
                 processor,
                 clients=self.clients,
@@ -118,14 +152,61 @@ class RetryingProcessor:
                 metrics=self._metrics,
                 on_exhausted=self.on_exhausted,
             )
-            self._consumers[record_handler] = consumer
-        return consumer
+        return self._consumer
 
-    def process(
-        self, event: Mapping[str, Any], record_handler: Processor, context: Any = None
-    ) -> BatchResponse:
-        """``record_handler(Message)`` for each record; the partial batch response."""
-        return self.consumer(record_handler)(event, context)
+    def _run_current(self, message: Message) -> object:
+        handler = self._current.get() or self._direct
+        if handler is None:
+            raise RuntimeError("no record handler: call process(event, record_handler, context)")
+        return handler.call(message, handler.context)
+
+    def _handler(self, record_handler: Processor) -> _Handler:
+        """``record_handler`` prepared once (kept for the last few handlers seen)."""
+        try:
+            handler = self._handlers.get(record_handler)
+        except TypeError:  # unhashable: prepared on every call
+            return _prepare(record_handler)
+        if handler is None:
+            handler = _prepare(record_handler)
+            self._handlers[record_handler] = handler
+            if len(self._handlers) > _HANDLERS_KEPT:
+                self._handlers.popitem(last=False)
+        else:
+            self._handlers.move_to_end(record_handler)
+        return handler
+
+
+_HANDLERS_KEPT = 8
+
+
+class _Handler(NamedTuple):
+    call: Callable[[Message, Any], object]  # synchronous, to completion; (message, lambda context)
+    is_async: bool
+    context: Any = None
+
+
+def _prepare(record_handler: Processor) -> _Handler:
+    """A record handler as the consumer calls it: async ones run to completion (async_processor), and
+    the Lambda context injected as ``lambda_context=`` when the handler declares it, as Powertools'
+    batch processor does."""
+    is_async = is_async_processor(record_handler)
+    if not requires_lambda_context(record_handler):
+        plain = synchronous(record_handler)  # raises TypeError for a handler a message cannot call
+        return _Handler(lambda message, _context: plain(message), is_async)
+    signature = inspect.signature(record_handler)
+    try:
+        signature.bind(None, lambda_context=None)
+    except TypeError as exc:
+        raise TypeError(
+            f"the record handler {record_handler!r}{signature} cannot be called as"
+            f" handler(message, lambda_context=context): {exc}"
+        ) from None
+
+    def with_context(message: Message, context: Any) -> object:
+        result = record_handler(message, lambda_context=context)  # type: ignore[call-arg]
+        return run(result) if result is not None and inspect.isawaitable(result) else result
+
+    return _Handler(with_context, is_async)
 
 
 @functools.cache
