@@ -159,3 +159,13 @@ def test_the_formats_page_names_every_field_of_the_envelope() -> None:
     fields += list(FinalError.__annotations__)
     missing = [f for f in fields if f"`{f}`" not in page and f"`serverless_retry.{f}`" not in page]
     assert not missing, f"docs/envelope.md does not describe: {missing}"
+
+
+def test_the_formats_page_says_first_failed_at_is_the_first_receive_time() -> None:
+    """planning.plan_failure keeps the decision time of attempt 1, which for a copy is the record's
+    ApproximateFirstReceiveTimestamp (else SentTimestamp), not the moment the processor failed."""
+    page = (ROOT / "docs" / "envelope.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| `serverless_retry.first_failed_at`")]
+    assert "when attempt 1 failed" not in row
+    assert "first receive time" in row
+    assert "ApproximateFirstReceiveTimestamp" in row
