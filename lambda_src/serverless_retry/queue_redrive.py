@@ -696,11 +696,13 @@ class RunMemory:
         chain = message.envelope_id
         if chain and chain in self._chains:
             return (
-                f"a copy of chain {chain} (message {self._chains[chain]}) was already moved by this run: "
-                "one copy per chain, so no message runs as two chains"
+                f"another copy of its chain (message {self._chains[chain]}) was moved by this run: one "
+                "copy per chain, so no message runs as two chains"
             )
         if chain and chain in self._sent:
-            return f"this run's own copy (sent as message {chain}), failed again: not moved twice in one run"
+            return (
+                "this run's own copy, failed again under the id it was sent with: not moved twice in one run"
+            )
         return None
 
     def took(self, message: ExhaustedMessage, sent_id: str | None = None) -> None:

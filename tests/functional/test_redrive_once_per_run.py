@@ -211,7 +211,7 @@ def test_without_time_passing_the_runs_memory_alone_moves_each_chain_once(
     assert len(report.moved) == 3, f"moved {len(report.moved)}"
     assert (report.arrived, report.complete) == ([], True)
     assert sorted(m.envelope_id for m, _ in report.repeated) == sorted(chains)
-    assert all("already moved by this run" in why for _, why in report.repeated)
+    assert all("was moved by this run: one copy per chain" in why for _, why in report.repeated)
     _after(orders, chains, [m.envelope_id for m in report.moved])
 
 
@@ -273,7 +273,7 @@ def test_a_second_copy_of_a_chain_is_not_moved_by_the_same_run(stack: Stack, clo
     assert len(report.moved) == 1
     [(left, why)] = report.repeated
     assert left.envelope_id == report.moved[0].envelope_id
-    assert "already moved by this run" in why
+    assert "was moved by this run: one copy per chain" in why
     assert len(_peek(stack.sqs, clock, stack.dlq_url)) == 1, "the second copy stays in the DLQ"
 
 
@@ -374,3 +374,35 @@ def test_to_function_moves_each_record_once_while_its_function_keeps_failing(
     if not reset:  # the retry state carried on: the same retry ids (a fresh direct event gets a new one)
         assert {m.envelope_id for m in again} == found
         assert {read(p).state["id"] for _, p in fake.invoked} == found  # type: ignore[index]
+
+
+def test_two_records_of_one_event_are_reinvoked_once(
+    stack: Stack, clock: FrozenClock, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/operations.md's example: two records of the same SNS message (one retry id) and one of
+    another event, all orders-fn's. Invoking both of the first would run that event as two chains."""
+    fake = FailingAgain(stack.sqs, stack.exhausted_url, clock)
+    for name in ("destination-sns-redriven.json", "destination-sns-retries-exhausted.json", RECORDS[1]):
+        stack.sqs.send_message(QueueUrl=stack.exhausted_url, MessageBody=_exhausted_record(name))
+        parsed = unqualified_function_arn(str(event(name)["requestContext"]["functionArn"]))
+        assert parsed is not None
+        fake.by_function[parsed[0]] = name
+    clock.advance(1)
+    monkeypatch.setattr(redrive_command, "lambda_client", lambda args: fake)
+    monkeypatch.setattr(
+        redrive_command, "sqs_client", lambda args: ConsumerRunning(stack.sqs, stack.exhausted_url, fake.step)
+    )
+    monkeypatch.setattr(redrive_command, "command_clock", lambda: clock)
+    monkeypatch.setenv("SERVERLESS_RETRY_PLAIN", "1")
+
+    code = cli.main(["redrive", "--from-queue-url", stack.exhausted_url, "--to-function", "--yes"])
+
+    captured = capsys.readouterr()
+    assert (code, len(fake.invoked)) == (0, 2)
+    assert (
+        "moved 2, skipped 0, failed 0, left 2 sent after the run started (for a later run), "
+        "left 1 of chains this run already moved"  # the 2 are the invoked records, failed again
+    ) in captured.out
+    assert "left 95df01b4-ee98-5cb9-9903-4c221d41eb5e (message " in captured.err
+    # The record left, and the invoked ones back once each from their function failing again.
+    assert len(_peek(stack.sqs, clock, stack.exhausted_url)) == 3

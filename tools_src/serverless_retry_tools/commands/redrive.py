@@ -173,7 +173,7 @@ def _print_report(
 ) -> None:
     now = clock.now()
     for message, why in report.repeated:
-        print(f"left {message.envelope_id} ({message.message_id}): {why}", file=sys.stderr)
+        print(f"left {message.envelope_id} (message {message.message_id}): {why}", file=sys.stderr)
     routes = router.routes if router is not None else {}
     now_rows = [
         (
@@ -256,6 +256,7 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
 
         def on_progress(report: RedriveReport) -> None:
             seen = len(report.moved) + len(report.skipped) + len(report.failed)
+            seen += len(report.arrived) + len(report.repeated)
             label = "would move" if report.dry_run else "moved"
             progress.update(
                 seen, f"{label} {len(report.moved)} skipped {len(report.skipped)} failed {len(report.failed)}"
