@@ -37,7 +37,7 @@ examples:
   # each message back to the source queue it records (no --to-queue-url)
   serverless-retry redrive --from-queue-url "$EXHAUSTED_URL" --outcome exhausted --dry-run
   # a DLQ fed by an SQS redrive policy: SQS's own move task, back to the source queue
-  serverless-retry redrive --from-queue-url "$DLQ_URL" --native --rate 50
+  serverless-retry redrive --from-queue-url "$DLQ_URL" --native --rate 50 --yes
   # self-healing: each exhausted event back to the function that failed (async invoke), one function only
   serverless-retry redrive --from-queue-url "$HEAL_EXHAUSTED_URL" --to-function --source charge-fn \\
       --error-type HTTPError --dry-run
