@@ -32,6 +32,11 @@ class FrozenClock:
         self.current = self.current + timedelta(seconds=seconds)
         return self.current
 
+    def advance_to(self, moment: datetime) -> datetime:
+        """Move on to ``moment``; never back (a moment already past leaves the clock as it is)."""
+        self.current = max(self.current, moment)
+        return self.current
+
 
 @dataclass(frozen=True)
 class ScaledClock:

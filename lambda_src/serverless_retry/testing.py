@@ -1,8 +1,22 @@
-"""Helpers for users' own tests: build SQS events and a Lambda context, and freeze the clock.
+"""Helpers for users' own tests: build SQS events and a Lambda context, freeze the clock, and feed a
+retry copy back as the next delivery.
 
-from serverless_retry.testing import sqs_event, lambda_context, FrozenClock
-event = sqs_event(['{"order_id": "o-1"}'], queue_arn="arn:aws:sqs:us-east-1:123456789012:orders")
+from serverless_retry.testing import (
+    FrozenClock, lambda_context, next_delivery, record_calls, sent_messages, sqs_event,
+)
+clock = FrozenClock()                      # give the same clock to the consumer and to the helpers
+calls = record_calls(sqs)                  # what the consumer sends, retry copies included
+event = sqs_event(['{"order_id": "o-1"}'], queue_arn=ORDERS_ARN, clock=clock)
 response = consumer(event, lambda_context())
+[copy] = sent_messages(calls)              # attempt 2, as the consumer sent it to the queue
+response = consumer(sqs_event([next_delivery(copy, clock)]), lambda_context())  # at its due time
+
+One clock. The consumer takes a retry's "now" from the record's own SentTimestamp and first-receive
+time, and judges a copy's due time against its clock: records stamped by another clock than the
+consumer's make a fed-back copy look further out than the policy could plan, and it goes to the
+retry-exhausted queue as an invalid envelope. So every helper that stamps a time takes ``clock=``
+(the consumer's FrozenClock); without it a record is stamped with the real time, which agrees with a
+consumer on the system clock.
 """
 
 from __future__ import annotations
@@ -15,11 +29,22 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from serverless_retry.clock import FrozenClock
+from serverless_retry.clock import Clock, FrozenClock
+from serverless_retry.envelope import ENVELOPE_KEY, parse_time
 
-__all__ = ["FrozenClock", "LambdaContext", "lambda_context", "record_calls", "sqs_event", "sqs_record"]
+__all__ = [
+    "FrozenClock",
+    "LambdaContext",
+    "lambda_context",
+    "next_delivery",
+    "record_calls",
+    "sent_messages",
+    "sqs_event",
+    "sqs_record",
+]
 
 DEFAULT_QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:serverless-retry-test"
 _counter = itertools.count(1)
@@ -64,22 +89,28 @@ def sqs_record(
     region: str | None = None,
     md5_of_body: str | None = None,
     md5_of_message_attributes: str | None = None,
+    clock: Clock | None = None,
+    received_at: float | None = None,
 ) -> dict[str, Any]:
     """One SQS record as Lambda delivers it. A dict/list body is JSON-encoded for you.
 
-    Made-up values fill what is not given; ``system_attributes`` (the record's ``attributes``),
-    ``receipt_handle`` and the checksums replace them with real ones: the local runtime builds the
-    events it delivers from ReceiveMessage results with this same function."""
+    ``SentTimestamp`` is ``sent_at`` (a Unix time), else ``clock.now()``, else the real time; the
+    first receive is ``received_at``, else the same moment. Made-up values fill what is not given;
+    ``system_attributes`` (the record's ``attributes``), ``receipt_handle`` and the checksums replace
+    them with real ones: the local runtime builds the events it delivers from ReceiveMessage results
+    with this same function."""
     text = body if isinstance(body, str) else json.dumps(body)
     if system_attributes is not None:
         record_attributes = {k: str(v) for k, v in system_attributes.items()}
     else:
-        sent_ms = str(int((sent_at if sent_at is not None else time.time()) * 1000))
+        if sent_at is None:
+            sent_at = clock.now().timestamp() if clock is not None else time.time()
+        sent_ms = str(int(sent_at * 1000))
         record_attributes = {
             "ApproximateReceiveCount": str(receive_count),
             "SentTimestamp": sent_ms,
             "SenderId": "AIDAEXAMPLE",
-            "ApproximateFirstReceiveTimestamp": sent_ms,
+            "ApproximateFirstReceiveTimestamp": str(int(received_at * 1000)) if received_at is not None else sent_ms,
         }
         if message_group_id is not None:
             record_attributes["MessageGroupId"] = message_group_id
@@ -109,9 +140,11 @@ def sqs_event(
     queue_arn: str = DEFAULT_QUEUE_ARN,
     attributes: Mapping[str, Any] | None = None,
     message_group_id: str | None = None,
+    clock: Clock | None = None,
 ) -> dict[str, Any]:
     """An SQS event: each item is a body (str, or dict/list to JSON-encode) or a ready record from
-    :func:`sqs_record` (recognised by its ``receiptHandle``)."""
+    :func:`sqs_record` or :func:`next_delivery` (recognised by its ``receiptHandle``). Records made
+    here are stamped by ``clock`` (the consumer's), else with the real time."""
     records: list[dict[str, Any]] = []
     for item in bodies:
         if isinstance(item, Mapping) and "receiptHandle" in item:
@@ -119,7 +152,11 @@ def sqs_event(
         else:
             records.append(
                 sqs_record(
-                    item, queue_arn=queue_arn, attributes=attributes, message_group_id=message_group_id
+                    item,
+                    queue_arn=queue_arn,
+                    attributes=attributes,
+                    message_group_id=message_group_id,
+                    clock=clock,
                 )
             )
     return {"Records": records}
@@ -135,6 +172,86 @@ def record_calls(client: Any) -> list[tuple[str, dict[str, Any]]]:
 
     client.meta.events.register("provide-client-params.*.*", record)
     return calls
+
+
+def sent_messages(
+    calls: Iterable[tuple[str, Mapping[str, Any]]], queue_url: str | None = None
+) -> list[dict[str, Any]]:
+    """The messages sent in ``calls`` (from :func:`record_calls`), in order, each as SendMessage's
+    parameters (``QueueUrl``, ``MessageBody``, ``MessageAttributes``, ``DelaySeconds``, ...): one per
+    SendMessage and per SendMessageBatch entry; only those sent to ``queue_url`` when it is given.
+    A local SQS keeps a delayed retry copy invisible until due, in real time: read it here instead."""
+    out: list[dict[str, Any]] = []
+    for operation, params in calls:
+        if operation == "SendMessage":
+            entries: list[Mapping[str, Any]] = [params]
+        elif operation == "SendMessageBatch":
+            entries = list(params.get("Entries", []))
+        else:
+            continue
+        url = params.get("QueueUrl")
+        if queue_url is not None and url != queue_url:
+            continue
+        for entry in entries:
+            message = {key: value for key, value in entry.items() if key != "Id"}
+            message["QueueUrl"] = url
+            out.append(message)
+    return out
+
+
+def next_delivery(
+    copy: Mapping[str, Any] | str,
+    clock: FrozenClock,
+    *,
+    queue_arn: str | None = None,
+    receive_count: int = 1,
+) -> dict[str, Any]:
+    """A retry copy the consumer sent, as the record SQS delivers when it is due, with ``clock``
+    (the consumer's) moved on to that moment: feed it back to test the next attempt.
+
+    ``copy`` is a message from :func:`sent_messages` (SendMessage's parameters), a message from
+    ReceiveMessage (``Body``, ``MessageAttributes``), or the body alone. Call it right after the
+    invocation that sent the copy: it was sent at ``clock.now()``, and arrives at its envelope's
+    ``due_at`` (a delay hop's copy carries the final due time: it arrives then, not at each hop),
+    else after its ``DelaySeconds``. The clock never goes back. ``queue_arn`` defaults to the ARN of
+    the copy's ``QueueUrl`` (else the helpers' default queue)."""
+    if isinstance(copy, str):
+        copy = {"MessageBody": copy}
+    body = copy.get("MessageBody", copy.get("Body"))
+    if not isinstance(body, str):
+        raise ValueError("not a sent message: no MessageBody (or Body)")
+    sent = clock.now()
+    due = sent + timedelta(seconds=int(copy.get("DelaySeconds") or 0))
+    due = max(due, _due_at(body) or due)
+    clock.advance_to(due)
+    return sqs_record(
+        body,
+        attributes=copy.get("MessageAttributes") or None,
+        queue_arn=queue_arn or _queue_arn(copy.get("QueueUrl")) or DEFAULT_QUEUE_ARN,
+        receive_count=receive_count,
+        message_group_id=copy.get("MessageGroupId"),
+        sent_at=sent.timestamp(),
+        received_at=due.timestamp(),
+    )
+
+
+def _due_at(body: str) -> datetime | None:
+    try:
+        due = json.loads(body)[ENVELOPE_KEY]["due_at"]
+        return parse_time(due) if isinstance(due, str) else None
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _queue_arn(url: object) -> str | None:
+    """``https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`` → ``arn:aws:sqs:REGION:ACCOUNT:NAME``."""
+    if not isinstance(url, str):
+        return None
+    parts = url.split("/")
+    host = parts[2].split(".") if len(parts) == 5 else []
+    if len(host) < 2 or host[0] != "sqs":
+        return None
+    return f"arn:aws:sqs:{host[1]}:{parts[3]}:{parts[4]}"
 
 
 @dataclass
