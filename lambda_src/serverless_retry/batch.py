@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, cast, overload
 
 from aws_lambda_powertools import Logger
 
@@ -47,9 +47,17 @@ from serverless_retry.message import ExhaustedHook, Message, Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy
 
-__all__ = ["LambdaHandler", "RetryingProcessor", "process_retrying_response", "retrying_consumer"]
+__all__ = [
+    "LambdaHandler",
+    "RecordHandler",
+    "RetryingProcessor",
+    "process_retrying_response",
+    "retrying_consumer",
+]
 
 LambdaHandler = Callable[[Mapping[str, Any], Any], BatchResponse]
+# A record handler: handler(message), or handler(message, lambda_context) as Powertools injects it.
+RecordHandler = Processor | Callable[[Message, Any], object]
 
 
 class RetryingProcessor:
@@ -96,7 +104,7 @@ class RetryingProcessor:
         self._consumer: RetryingConsumer | None = None
         self._current: ContextVar[_Handler | None] = ContextVar("serverless_retry_handler", default=None)
         self._direct: _Handler | None = None  # consumer(h) called directly runs h
-        self._handlers: OrderedDict[Processor, _Handler] = OrderedDict()  # the last few, prepared
+        self._handlers: OrderedDict[RecordHandler, _Handler] = OrderedDict()  # the last few, prepared
 
     @property
     def settings(self) -> ConsumerSettings:
@@ -116,7 +124,7 @@ class RetryingProcessor:
             self._settings = settings
         return self._settings
 
-    def consumer(self, record_handler: Processor) -> RetryingConsumer:
+    def consumer(self, record_handler: RecordHandler) -> RetryingConsumer:
         """The ``RetryingConsumer`` this processor runs (made once, then reused for every handler);
         called directly, it runs ``record_handler``. Raises ``TypeError`` for a handler that cannot
         be called with a message (and ``lambda_context=``, if it declares that parameter)."""
@@ -124,7 +132,7 @@ class RetryingProcessor:
         return self._engine()
 
     def process(
-        self, event: Mapping[str, Any], record_handler: Processor, context: Any = None
+        self, event: Mapping[str, Any], record_handler: RecordHandler, context: Any = None
     ) -> BatchResponse:
         """``record_handler(Message)`` for each record (``record_handler(Message, lambda_context=
         context)`` if it declares ``lambda_context``); the partial batch response."""
@@ -160,7 +168,7 @@ class RetryingProcessor:
             raise RuntimeError("no record handler: call process(event, record_handler, context)")
         return handler.call(message, handler.context)
 
-    def _handler(self, record_handler: Processor) -> _Handler:
+    def _handler(self, record_handler: RecordHandler) -> _Handler:
         """``record_handler`` prepared once (kept for the last few handlers seen)."""
         try:
             handler = self._handlers.get(record_handler)
@@ -185,13 +193,14 @@ class _Handler(NamedTuple):
     context: Any = None
 
 
-def _prepare(record_handler: Processor) -> _Handler:
+def _prepare(record_handler: RecordHandler) -> _Handler:
     """A record handler as the consumer calls it: async ones run to completion (async_processor), and
     the Lambda context injected as ``lambda_context=`` when the handler declares it, as Powertools'
     batch processor does."""
     is_async = is_async_processor(record_handler)
     if not requires_lambda_context(record_handler):
-        plain = synchronous(record_handler)  # raises TypeError for a handler a message cannot call
+        # (a two-parameter handler without lambda_context cannot take a lone message: refused here)
+        plain = synchronous(cast(Processor, record_handler))
         return _Handler(lambda message, _context: plain(message), is_async)
     signature = inspect.signature(record_handler)
     try:
@@ -216,7 +225,7 @@ def _default_processor() -> RetryingProcessor:
 
 def process_retrying_response(
     event: Mapping[str, Any],
-    record_handler: Processor,
+    record_handler: RecordHandler,
     processor: RetryingProcessor | None = None,
     context: Any = None,
 ) -> BatchResponse:
@@ -228,22 +237,22 @@ def process_retrying_response(
 
 
 @overload
-def retrying_consumer(record_handler: Processor, /) -> LambdaHandler: ...
+def retrying_consumer(record_handler: RecordHandler, /) -> LambdaHandler: ...
 
 
 @overload
 def retrying_consumer(
     *, processor: RetryingProcessor | None = None, on_exhausted: ExhaustedHook | None = None
-) -> Callable[[Processor], LambdaHandler]: ...
+) -> Callable[[RecordHandler], LambdaHandler]: ...
 
 
 def retrying_consumer(
-    record_handler: Processor | None = None,
+    record_handler: RecordHandler | None = None,
     /,
     *,
     processor: RetryingProcessor | None = None,
     on_exhausted: ExhaustedHook | None = None,
-) -> LambdaHandler | Callable[[Processor], LambdaHandler]:
+) -> LambdaHandler | Callable[[RecordHandler], LambdaHandler]:
     """Turn ``record_handler(Message)`` into the Lambda handler ``(event, context)`` that returns the
     partial batch response: ``@retrying_consumer``, or ``@retrying_consumer(on_exhausted=hook)`` /
     ``@retrying_consumer(processor=RetryingProcessor(...))``. The undecorated function stays
@@ -251,7 +260,7 @@ def retrying_consumer(
     if processor is not None and on_exhausted is not None:
         raise TypeError("give on_exhausted to the RetryingProcessor, or processor= alone")
 
-    def decorate(handler: Processor) -> LambdaHandler:
+    def decorate(handler: RecordHandler) -> LambdaHandler:
         chosen = processor or RetryingProcessor(on_exhausted=on_exhausted)
 
         @functools.wraps(handler)

@@ -152,7 +152,7 @@ def test_the_consumer_refuses_a_handler_that_requires_lambda_context_when_made(s
     def record_handler(message: Message, lambda_context: Any) -> None: ...
 
     with pytest.raises(TypeError, match="lambda_context"):
-        RetryingConsumer(record_handler, RetryPolicy.from_dict(RETRY_ONCE), stack.targets())
+        RetryingConsumer(record_handler, RetryPolicy.from_dict(RETRY_ONCE), stack.targets())  # type: ignore[arg-type]
 
 
 def test_a_handler_made_per_invocation_does_not_grow_the_processor(stack: Stack, clock: FrozenClock) -> None:

@@ -101,8 +101,10 @@ def check_self_healing(stack: Stack, clock: FrozenClock, caplog: pytest.LogCaptu
     assert result == {"charged": "o-1", "attempt": 1, "key": context.aws_request_id}
 
 
-def check_test_module(stack: Stack, clock: FrozenClock, caplog: pytest.LogCaptureFixture) -> None:
-    module = load("test_orders.py")
+def check_test_module(
+    stack: Stack, clock: FrozenClock, caplog: pytest.LogCaptureFixture, name: str = "test_orders.py"
+) -> None:
+    module = load(name)
     tests = [value for name, value in vars(module).items() if name.startswith("test_")]
     assert tests
     for test in tests:
@@ -115,6 +117,9 @@ CHECKS: dict[str, Callable[[Stack, FrozenClock, pytest.LogCaptureFixture], None]
     "orders_decorator.py": check_decorator,
     "charge_self_healing.py": check_self_healing,
     "test_orders.py": check_test_module,
+    "test_orders_retries.py": lambda stack, clock, caplog: check_test_module(
+        stack, clock, caplog, "test_orders_retries.py"
+    ),
 }
 
 

@@ -114,7 +114,7 @@ def test_plain_handlers_keep_their_result_and_name_and_are_wrapped_once() -> Non
 
     wrapped = synchronous(record_handler)
     assert wrapped(MESSAGE) == "plain"
-    assert wrapped.__name__ == "record_handler"  # type: ignore[attr-defined]
+    assert wrapped.__name__ == "record_handler"
     assert wrapped.__wrapped__ is record_handler  # type: ignore[attr-defined]
     assert synchronous(wrapped) is wrapped
 
@@ -124,8 +124,13 @@ def test_a_handler_that_cannot_take_a_lone_message_is_refused_when_wrapped() -> 
 
     assert requires_lambda_context(wants_context)
     with pytest.raises(TypeError, match=r"lambda_context.*RetryingProcessor"):
-        synchronous(wants_context)
+        synchronous(wants_context)  # type: ignore[arg-type]
+
+    def no_parameter() -> None: ...
+
+    def optional_context(message: Message, lambda_context: Any = None) -> None: ...
+
     with pytest.raises(TypeError, match="cannot be called with a single message"):
-        synchronous(lambda: None)
-    synchronous(lambda message, lambda_context=None: None)  # an optional one is fine
+        synchronous(no_parameter)  # type: ignore[arg-type]
+    synchronous(optional_context)  # an optional one is fine
     synchronous(print)  # builtins (no signature to read, or a varargs one) are left to the call
