@@ -106,11 +106,12 @@ def sqs_record(
         if sent_at is None:
             sent_at = clock.now().timestamp() if clock is not None else time.time()
         sent_ms = str(int(sent_at * 1000))
+        received_ms = sent_ms if received_at is None else str(int(received_at * 1000))
         record_attributes = {
             "ApproximateReceiveCount": str(receive_count),
             "SentTimestamp": sent_ms,
             "SenderId": "AIDAEXAMPLE",
-            "ApproximateFirstReceiveTimestamp": str(int(received_at * 1000)) if received_at is not None else sent_ms,
+            "ApproximateFirstReceiveTimestamp": received_ms,
         }
         if message_group_id is not None:
             record_attributes["MessageGroupId"] = message_group_id
