@@ -13,12 +13,15 @@ cannot wait without blocking that loop, so it refuses with ``AsyncProcessorError
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
+import sys
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import asyncio
 
 from serverless_retry.message import Message, Processor
 
@@ -95,8 +98,13 @@ _loops = threading.local()
 def refuse_inside_running_loop() -> None:
     """Raise ``AsyncProcessorError`` when this thread runs an event loop: waiting for a coroutine
     there would block the loop it needs (a deadlock), so an async handler cannot be awaited."""
+    # asyncio is imported only when an awaitable is run (its import is a quarter of the consumer's
+    # cold start): if nothing imported it, no loop can be running.
+    loaded = sys.modules.get("asyncio")
+    if loaded is None:
+        return
     try:
-        asyncio.get_running_loop()
+        loaded.get_running_loop()
     except RuntimeError:
         return
     raise AsyncProcessorError(
@@ -114,6 +122,8 @@ def run(awaitable: Awaitable[object]) -> object:
         if inspect.iscoroutine(awaitable):
             awaitable.close()  # it never runs: no "was never awaited" warning on top of the error
         raise
+    import asyncio
+
     loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()

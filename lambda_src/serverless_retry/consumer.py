@@ -1281,7 +1281,9 @@ class IdempotentProcessor:
             idempotent_function,
         )
 
-        self._inner = processor
+        from serverless_retry.async_processor import synchronous  # an async processor runs to completion
+
+        self._inner = synchronous(processor)
         self.config = IdempotencyConfig(
             event_key_jmespath="id",
             raise_on_no_idempotency_key=True,

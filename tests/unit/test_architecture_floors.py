@@ -15,7 +15,7 @@ FLOORS = {
     **dict.fromkeys(
         [
             "errors", "clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message",
-            "records", "retry_log", "signing",
+            "records", "retry_log", "signing", "async_processor",
             "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
             "selfheal.config",

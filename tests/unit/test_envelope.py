@@ -232,9 +232,14 @@ def test_final_envelope_carries_outcome_reason_and_last_error() -> None:
     # redriven to the source queue, a final envelope is its chain's next attempt, one generation on
     back = roundtrip(final)
     assert back.kind == "envelope"
-    assert (back.context.id, back.context.attempt, back.context.generation) == (meta["id"], meta["attempt"] + 1, 1)
+    assert (back.context.id, back.context.attempt, back.context.generation) == (
+        meta["id"],
+        meta["attempt"] + 1,
+        1,
+    )
     assert back.problem is None
-    assert back.meta is not None and "outcome" not in back.meta
+    assert back.meta is not None
+    assert "outcome" not in back.meta
 
 
 def test_final_envelope_of_an_invalid_message_keeps_the_raw_body_and_record_attributes() -> None:

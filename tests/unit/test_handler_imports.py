@@ -55,6 +55,7 @@ CASES = {
         COMMON
         | POLICY_MODULES
         | {
+            "serverless_retry.async_processor",  # wraps the processor (asyncio is imported only for an async one)
             "serverless_retry.config",
             "serverless_retry.consumer",
             "serverless_retry.delivery",

@@ -53,8 +53,10 @@ class SourceRouter:
         self.routes[message.message_id] = url
         return True
 
-    def send(self, message: ExhaustedMessage, outgoing: OutgoingMessage) -> None:
+    def send(self, message: ExhaustedMessage, outgoing: OutgoingMessage) -> str | None:
         url = self.routes[message.message_id]
         if url not in self._senders:
             self._senders[url] = sqs_sender(self.sqs, url, message_group_id=self.message_group_id)
-        self._senders[url](message, outgoing)
+        # The destination's message id: the redrive remembers it, so that a copy failing again under
+        # that id is not moved a second time in the same run.
+        return self._senders[url](message, outgoing)

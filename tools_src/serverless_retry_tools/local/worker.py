@@ -52,17 +52,20 @@ def _show_held_clock(path: str) -> None:
     epoch = float(os.environ["SERVERLESS_RETRY_CLOCK_EPOCH"])
     scale = float(os.environ["SERVERLESS_RETRY_CLOCK_SCALE"])
     layout = struct.Struct("<Qddd")
+    slots = (0, layout.size)  # two copies of the state; the writer finishes slot 1 before slot 0
     with open(path, "rb") as handle:
-        view = mmap.mmap(handle.fileno(), layout.size, access=mmap.ACCESS_READ)
+        view = mmap.mmap(handle.fileno(), layout.size * len(slots), access=mmap.ACCESS_READ)
 
     def held_time() -> float:
         real = _real_time()
-        for _ in range(1000):
-            seq, anchor_real, anchor_logical, cap = layout.unpack(view[: layout.size])
-            if seq % 2 == 0 and struct.unpack("<Q", view[0:8])[0] == seq:
-                logical = min(anchor_logical + (real - anchor_real) * scale, cap)
-                return float(epoch + (logical - epoch) / scale)
-        return real
+        for tries in range(100_000):  # bounded: one slot is whole unless the writer publishes again
+            for offset in slots:
+                seq, anchor_real, anchor_logical, cap = layout.unpack(view[offset : offset + layout.size])
+                if seq % 2 == 0 and struct.unpack("<Q", view[offset : offset + 8])[0] == seq:
+                    logical = min(anchor_logical + (real - anchor_real) * scale, cap)
+                    return float(epoch + (logical - epoch) / scale)
+            time.sleep(0 if tries < 100 else 0.001)  # let the writer finish
+        raise RuntimeError("the emulator's clock file was never whole: its writer stopped mid-write")
 
     time.time = held_time
     time.time_ns = lambda: int(held_time() * 1e9)
