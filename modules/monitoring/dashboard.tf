@@ -184,8 +184,8 @@ locals {
       [for key, f in local.all_functions : "${lower(local.role_titles[f.role])} `${f.function_name}`"],
     )),
     local.queues.exhausted == null ? "" : (local.healing
-      ? "Events given up on: inspect with `${local.inspect_command}`, re-invoke the functions that failed with `${local.redrive_command} --dry-run` (then without `--dry-run`)."
-      : "Exhausted messages: inspect with `${local.inspect_command}`, redrive with `${local.redrive_command} --dry-run` (then without `--dry-run`)."
+      ? "Events given up on: inspect with `${local.inspect_command}`, re-invoke the functions that failed with `${local.redrive_command} --dry-run` (then with `--yes` instead of `--dry-run`)."
+      : "Exhausted messages: inspect with `${local.inspect_command}`, redrive with `${local.redrive_command} --dry-run` (then with `--yes` instead of `--dry-run`)."
     ),
     local.queues.dlq == null ? "" : "DLQ: fix the cause in the consumer's logs, then SQS DLQ redrive (`aws sqs start-message-move-task --source-arn <DLQ ARN>`).",
     local.queues.failure_dlq == null ? "" : "Failure DLQ: fix the pipe or the enrichment, then move the records back to the failure queue (`aws sqs start-message-move-task --source-arn <failure DLQ ARN>`).",

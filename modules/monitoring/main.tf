@@ -82,8 +82,8 @@ locals {
         retry-exhausted queue ${local.q.exhausted}. The consumer gave up on them (retry budget
         or max age used up, non-retryable error, invalid envelope, too large to retry); each
         envelope says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
-        fixed, redrive with a fresh budget: ${local.redrive_command} --dry-run, then without
-        --dry-run.
+        fixed, redrive with a fresh budget: ${local.redrive_command} --dry-run, then with --yes
+        instead of --dry-run.
       EOT
       oldest_message_age = <<-EOT
         serverless-retry: the oldest message in ${local.q.source} is older than
@@ -135,8 +135,8 @@ locals {
         retry-exhausted queue ${local.q.exhausted}: the rules or the redrive gave up on them
         (retry budget spent, do-not-retry error, unknown source, invalid failure record, too large);
         each record says why. Inspect (removes nothing): ${local.inspect_command}. Once the cause is
-        fixed, re-invoke the functions that failed: ${local.redrive_command} --dry-run, then without
-        --dry-run (--reset-attempts for a fresh budget).
+        fixed, re-invoke the functions that failed: ${local.redrive_command} --dry-run, then with --yes
+        instead of --dry-run (--reset-attempts for a fresh budget).
       EOT
       rules_dlq_depth    = <<-EOT
         serverless-retry self-healing: EventBridge could not deliver more than
@@ -236,7 +236,7 @@ locals {
     (Processed + Exhausted + NonRetryable + InvalidEnvelope), evaluated when at least
     ${var.thresholds.exhausted_min_messages} finished): a dependency fails for longer than the retry
     policy waits. Inspect (removes nothing): ${local.inspect_command}. After the fix, redrive:
-    ${local.redrive_command} --dry-run, then without --dry-run.
+    ${local.redrive_command} --dry-run, then with --yes instead of --dry-run.
   EOT
   ), "\n", " ")
 
