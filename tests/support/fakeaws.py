@@ -14,8 +14,14 @@ tens of thousands of messages, with the semantics the consumer depends on:
   one that does not (or no longer does) a ResourceNotFoundException; at() in the past,
   a FIFO dead-letter queue, or a FIFO target without a MessageGroupId is a ValidationException; firing
   sends the Input to the target queue and deletes the schedule (ActionAfterCompletion DELETE);
+- SQS: a queue's MaximumMessageSize (a larger send is refused), the DLQ keeping a message's original
+  enqueue time, SQS's own move of a DLQ back to a source (StartMessageMoveTask: new message ids and
+  enqueue times unless told to keep the ids, receive counts from 0), and the calls a client-side
+  redrive makes (ReceiveMessage, DeleteMessage, SendMessage, GetQueueAttributes);
 - DynamoDB: the conditional UpdateItem (with ReturnValuesOnConditionCheckFailure) and BatchWriteItem
-  the claims use.
+  the claims use, and TTL: an item whose ``expiration`` (epoch seconds) has passed is deleted at a
+  random moment within ``ttl_lag_seconds`` after it (AWS deletes expired items within a few days;
+  until then they are read and conditioned on like any other).
 
 Clients are duck-typed like boto3's (the calls and the response shapes the consumer reads). Faults are
 injected by :class:`Faults` around them, not here.
@@ -27,6 +33,7 @@ import hashlib
 import heapq
 import itertools
 import json
+import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,11 +42,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from serverless_retry.claims import CLAIM_CONDITION, FINAL_CONDITION, FINISH_CONDITION, claim_holds
-from serverless_retry.clock import FrozenClock
+from serverless_retry.clock import Clock, FrozenClock
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 DEDUP_WINDOW_MS = 300_000
+SQS_DEFAULT_MAX_MESSAGE_BYTES = 262_144  # a queue created without MaximumMessageSize
+TTL_LAG_SECONDS = 2 * 86_400  # how long after its expiration an item may still be there
 
 
 def client_error(code: str, operation: str, message: str = "", status: int = 400) -> ClientError:
@@ -62,6 +71,7 @@ class Msg:
     first_receive_ms: int | None = None
     receipts: set[str] = field(default_factory=set)
     in_flight: bool = False
+    dead_letter_source: str | None = None  # the source queue's ARN, for a message SQS dead-lettered
 
 
 class FakeQueue:
@@ -75,6 +85,7 @@ class FakeQueue:
         dlq: FakeQueue | None = None,
         max_receive_count: int = 5,
         content_based_dedup: bool = False,
+        max_message_size: int = SQS_DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.world = world
         self.name = name
@@ -86,6 +97,8 @@ class FakeQueue:
         self.dlq = dlq
         self.max_receive_count = max_receive_count
         self.content_based_dedup = content_based_dedup
+        self.max_message_size = max_message_size
+        self._visibility: int | None = None  # the VisibilityTimeout of the receive under way
         self.messages: dict[str, Msg] = {}
         self._heap: list[tuple[int, int, str]] = []
         self._receipts: dict[str, str] = {}
@@ -103,9 +116,18 @@ class FakeQueue:
         attributes: dict[str, Any] | None = None,
         group: str | None = None,
         dedup: str | None = None,
+        message_id: str | None = None,
     ) -> str:
+        """``message_id``: keep this id (a move that keeps ids); None: a new one."""
         if not 0 <= delay <= 900:
             raise client_error("InvalidParameterValue", "SendMessage", "DelaySeconds must be 0..900")
+        size = message_size(body, attributes or {})
+        if size > self.max_message_size:
+            raise client_error(
+                "InvalidParameterValue",
+                "SendMessage",
+                f"Message must be shorter than {self.max_message_size} bytes (got {size})",
+            )
         now = self.world.now_ms()
         if self.fifo:
             if delay:
@@ -125,7 +147,7 @@ class FakeQueue:
         # A standard queue takes a MessageGroupId too (a fair queue's tenant, SQS 2025): it orders
         # nothing there, but ReceiveMessage returns it.
         seq = next(self.world.seq)
-        mid = f"{self.name[:4]}-{seq:08d}"
+        mid = message_id or f"{self.name[:4]}-{seq:08d}"
         msg = Msg(mid, body, dict(attributes or {}), seq, now, now + delay * 1000, group)
         self.messages[mid] = msg
         heapq.heappush(self._heap, (msg.available_ms, seq, mid))
@@ -151,10 +173,16 @@ class FakeQueue:
             return True
         return False
 
+    def sweep(self) -> None:
+        """Delete every message past the queue's retention (SQS does, received or not)."""
+        now = self.world.now_ms()
+        for msg in list(self.messages.values()):
+            self._expire(msg, now)
+
     def _deliver(self, msg: Msg, now: int, out: list[dict[str, Any]]) -> None:
         if self.dlq is not None and msg.receive_count >= self.max_receive_count:
             self._drop(msg)  # SQS moves it instead of returning it, keeping its body and attributes
-            self.dlq.adopt(msg)
+            self.dlq.adopt(msg, source=self.arn)
             return
         msg.receive_count += 1
         if msg.first_receive_ms is None:
@@ -164,13 +192,15 @@ class FakeQueue:
         self._receipts[receipt] = msg.mid
         duplicate = not self.fifo and self.world.rng.random() < self.duplicate_rate
         # A duplicate: the message stays receivable (by a later ReceiveMessage, never the same one).
-        msg.available_ms = now + 1 if duplicate else now + self.visibility_timeout * 1000
+        timeout = self.visibility_timeout if self._visibility is None else self._visibility
+        msg.available_ms = now + 1 if duplicate else now + timeout * 1000
         msg.in_flight = True
         heapq.heappush(self._heap, (msg.available_ms, msg.seq, msg.mid))
         out.append(self.record(msg, receipt))
 
-    def adopt(self, msg: Msg) -> None:
-        """A message moved here by redrive (keeps its id, body and SentTimestamp)."""
+    def adopt(self, msg: Msg, *, source: str | None = None) -> None:
+        """A message SQS dead-lettered here (keeps its id, body and SentTimestamp: a DLQ's retention
+        counts from the original enqueue time)."""
         fresh = Msg(
             msg.mid,
             msg.body,
@@ -179,6 +209,7 @@ class FakeQueue:
             msg.sent_ms,
             self.world.now_ms(),
             msg.group,
+            dead_letter_source=source,
         )
         self.messages[fresh.mid] = fresh
         heapq.heappush(self._heap, (fresh.available_ms, fresh.seq, fresh.mid))
@@ -187,12 +218,44 @@ class FakeQueue:
 
     def take_all(self) -> list[Msg]:
         """Every message, removed (as a redrive tool's receive-and-delete of a whole DLQ does)."""
-        taken = list(self.messages.values())
+        self.sweep()
+        taken = sorted(self.messages.values(), key=lambda m: m.seq)
         for msg in taken:
             self._drop(msg)
         return taken
 
-    def receive(self, limit: int = 10) -> list[dict[str, Any]]:
+    def take_oldest(self, limit: int) -> list[Msg]:
+        """Up to ``limit`` messages not in flight, oldest first, removed (a move task's step)."""
+        self.sweep()
+        now = self.world.now_ms()
+        ready = sorted(
+            (m for m in self.messages.values() if not (m.in_flight and m.available_ms > now)),
+            key=lambda m: (m.sent_ms, m.seq),
+        )[:limit]
+        for msg in ready:
+            self._drop(msg)
+        return ready
+
+    def move(self, msg: Msg, destination: FakeQueue, *, keep_id: bool = False) -> str:
+        """SQS's own redrive of one DLQ message (StartMessageMoveTask): body and attributes kept, a
+        new enqueue time and receive count; a new message id unless ``keep_id``. FIFO: the group
+        kept, deduplicated on the moved message's id."""
+        dedup = hashlib.sha256(msg.mid.encode()).hexdigest() if destination.fifo else None
+        if keep_id:
+            return destination.send(
+                msg.body, attributes=msg.attributes, group=msg.group, dedup=dedup, message_id=msg.mid
+            )
+        return destination.send(msg.body, attributes=msg.attributes, group=msg.group, dedup=dedup)
+
+    def receive(self, limit: int = 10, *, visibility: int | None = None) -> list[dict[str, Any]]:
+        """``visibility``: the receive's VisibilityTimeout (None: the queue's)."""
+        self._visibility = visibility
+        try:
+            return self._receive(limit)
+        finally:
+            self._visibility = None
+
+    def _receive(self, limit: int) -> list[dict[str, Any]]:
         now = self.world.now_ms()
         out: list[dict[str, Any]] = []
         if self.fifo:
@@ -278,12 +341,85 @@ class FakeQueue:
         return None
 
     def bodies(self) -> Iterator[Msg]:
-        return iter(list(self.messages.values()))
+        """What the queue holds now (past its retention: expired, not held)."""
+        self.sweep()
+        return iter(sorted(self.messages.values(), key=lambda m: m.seq))
+
+    def api_message(self, record: dict[str, Any], msg: Msg) -> dict[str, Any]:
+        """A received message as boto3's ReceiveMessage returns it (all attributes asked for)."""
+        system = dict(record["attributes"])
+        if msg.dead_letter_source is not None:
+            system["DeadLetterQueueSourceArn"] = msg.dead_letter_source
+        out: dict[str, Any] = {
+            "MessageId": msg.mid,
+            "ReceiptHandle": record["receiptHandle"],
+            "MD5OfBody": record["md5OfBody"],
+            "Body": msg.body,
+            "Attributes": system,
+        }
+        if msg.attributes:
+            out["MessageAttributes"] = {name: dict(a) for name, a in msg.attributes.items()}
+        return out
+
+
+def message_size(body: str, attributes: dict[str, Any]) -> int:
+    """What SQS counts against MaximumMessageSize: the body and each attribute's name, type and value."""
+    size = len(body.encode())
+    for name, attribute in attributes.items():
+        value = attribute.get("StringValue", attribute.get("BinaryValue", ""))
+        raw = value if isinstance(value, bytes) else str(value).encode()
+        size += len(name.encode()) + len(str(attribute.get("DataType", "")).encode()) + len(raw)
+    return size
 
 
 class FakeSqsClient:
     def __init__(self, world: World) -> None:
         self.world = world
+
+    def send_message(self, *, QueueUrl: str, MessageBody: str, **params: Any) -> dict[str, Any]:
+        queue = self.world.by_url[QueueUrl]
+        mid = queue.send(
+            MessageBody,
+            delay=params.get("DelaySeconds", 0),
+            attributes=params.get("MessageAttributes"),
+            group=params.get("MessageGroupId"),
+            dedup=params.get("MessageDeduplicationId"),
+        )
+        return {"MessageId": mid}
+
+    def receive_message(self, *, QueueUrl: str, **params: Any) -> dict[str, Any]:
+        """What a client-side redrive asks: up to MaxNumberOfMessages, hidden for VisibilityTimeout
+        (the queue's own when not given). WaitTimeSeconds is not waited (no time passes here)."""
+        queue = self.world.by_url[QueueUrl]
+        queue.sweep()
+        limit = int(params.get("MaxNumberOfMessages", 1))
+        if not 1 <= limit <= 10:
+            raise client_error("InvalidParameterValue", "ReceiveMessage", "MaxNumberOfMessages 1..10")
+        visibility = params.get("VisibilityTimeout")
+        records = queue.receive(limit, visibility=None if visibility is None else int(visibility))
+        return {"Messages": [queue.api_message(r, queue.messages[r["messageId"]]) for r in records]}
+
+    def delete_message(self, *, QueueUrl: str, ReceiptHandle: str) -> dict[str, Any]:
+        self.world.by_url[QueueUrl].delete(ReceiptHandle)  # an unknown or stale handle: no error, as SQS
+        return {}
+
+    def get_queue_attributes(self, *, QueueUrl: str, AttributeNames: list[str]) -> dict[str, Any]:
+        queue = self.world.by_url[QueueUrl]
+        queue.sweep()
+        now = self.world.now_ms()
+        hidden = sum(1 for m in queue.messages.values() if m.in_flight and m.available_ms > now)
+        delayed = sum(1 for m in queue.messages.values() if not m.in_flight and m.available_ms > now)
+        known = {
+            "MaximumMessageSize": str(queue.max_message_size),
+            "VisibilityTimeout": str(queue.visibility_timeout),
+            "MessageRetentionPeriod": str(queue.retention_ms // 1000),
+            "ApproximateNumberOfMessages": str(len(queue.messages) - hidden - delayed),
+            "ApproximateNumberOfMessagesNotVisible": str(hidden),
+            "ApproximateNumberOfMessagesDelayed": str(delayed),
+            "QueueArn": queue.arn,
+        }
+        wanted = known if "All" in AttributeNames else {k: known[k] for k in AttributeNames if k in known}
+        return {"Attributes": wanted}
 
     def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         queue = self.world.by_url[QueueUrl]
@@ -392,11 +528,48 @@ class FakeDynamoDBClient:
     """The calls serverless_retry.claims makes, with its conditions interpreted (tests/functional/
     test_claims_on_moto.py holds the same calls against moto's DynamoDB, which parses them)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        *,
+        ttl_lag_seconds: float = TTL_LAG_SECONDS,
+    ) -> None:
+        """With a ``clock``, TTL on ``expiration``: an expired item goes at a random moment (``rng``)
+        within ``ttl_lag_seconds`` after its expiration. Without one, items never expire."""
         self.items: dict[str, dict[str, Any]] = {}
+        self.clock = clock
+        self.rng = rng or random.Random(0)
+        self.ttl_lag_seconds = ttl_lag_seconds
+        self._gone_at: dict[str, float] = {}  # key → when TTL deletes it (epoch seconds)
+        self.ttl_deleted = 0
+
+    def _store(self, key: str, item: dict[str, Any]) -> None:
+        self.items[key] = item
+        self._gone_at.pop(key, None)
+        expiration = item.get("expiration", {}).get("N")
+        if self.clock is not None and expiration is not None:
+            self._gone_at[key] = int(expiration) + self.rng.uniform(0, self.ttl_lag_seconds)
+
+    def expire(self, key: str | None = None) -> int:
+        """Let TTL delete what is due: ``key``'s item, or every item. Returns how many went."""
+        if self.clock is None:
+            return 0
+        now = self.clock.now().timestamp()
+        keys = [key] if key is not None else list(self._gone_at)
+        gone = 0
+        for k in keys:
+            at = self._gone_at.get(k)
+            if at is not None and at <= now:
+                del self._gone_at[k]
+                self.items.pop(k, None)
+                gone += 1
+        self.ttl_deleted += gone
+        return gone
 
     def update_item(self, **params: Any) -> dict[str, Any]:
         key = params["Key"]["id"]["S"]
+        self.expire(key)
         held = self.items.get(key)
         names: dict[str, str] = params.get("ExpressionAttributeNames", {})
         values: dict[str, Any] = params["ExpressionAttributeValues"]
@@ -416,7 +589,7 @@ class FakeDynamoDBClient:
                     item[name] = values[value]
                 else:  # ADD of a number
                     item[name] = {"N": str(int(item.get(name, {"N": "0"})["N"]) + int(values[value]["N"]))}
-        self.items[key] = item
+        self._store(key, item)
         if params.get("ReturnValues") == "ALL_OLD" and held is not None:
             return {"Attributes": dict(held)}
         if params.get("ReturnValues") == "ALL_NEW":
@@ -429,7 +602,7 @@ class FakeDynamoDBClient:
             raise client_error("ValidationException", "BatchWriteItem", "too many items")
         for request in requests:
             item = request["PutRequest"]["Item"]
-            self.items[item["id"]["S"]] = dict(item)
+            self._store(item["id"]["S"], dict(item))
         return {"UnprocessedItems": {}}
 
 
@@ -479,7 +652,8 @@ def _holds(condition: str, held: dict[str, Any] | None, values: dict[str, Any]) 
 class World:
     """Queues, a scheduler and a table sharing one FrozenClock."""
 
-    def __init__(self, clock: FrozenClock, rng: Any) -> None:
+    def __init__(self, clock: FrozenClock, rng: Any, *, ttl_rng: random.Random | None = None) -> None:
+        """``ttl_rng``: the table deletes expired items (TTL), at moments drawn from it; None: never."""
         self.clock = clock
         self.rng = rng
         self.seq = itertools.count(1)
@@ -487,7 +661,7 @@ class World:
         self.by_arn: dict[str, FakeQueue] = {}
         self.sqs = FakeSqsClient(self)
         self.scheduler = FakeSchedulerClient(self)
-        self.dynamodb = FakeDynamoDBClient()
+        self.dynamodb = FakeDynamoDBClient(clock if ttl_rng is not None else None, ttl_rng)
 
     def now_ms(self) -> int:
         return int(self.clock.now().timestamp() * 1000)
