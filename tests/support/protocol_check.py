@@ -42,13 +42,22 @@ last choice that has options left. Message ids and receipt handles follow from t
 (not from a global counter), so equivalent histories reach equal worlds; the world is hashed between
 invocations (every queue's messages with their timers and receive counts, the claims items, the
 schedules, every processor run and final judgment, the fault budgets, the clock) and a state reached
-again at the same or a greater depth is pruned. Every complete path ends with logical time run out
-(option 0 everywhere: deliver everything, then advance), and is then checked:
+again at the same or a greater depth is pruned. Deliveries of messages of different chains commute
+(disjoint claims, messages and schedules), so of those only one order is explored, besides the batch
+that holds them all - unless a deferral is left, as time passing in between does not commute. Every
+complete path ends with logical time run out (option 0 everywhere: deliver everything, then
+advance), then with what operators do with what is left, without faults: the DLQ redriven by SQS,
+and any final copy left behind in the retry-exhausted queue by a redrive of its twin (the final copy
+of the same attempt, sent twice: see (a)) redriven too. Then it is checked:
 
 (a) every input message (each real one, each forged one) ends in exactly one kind of final place:
-    processed, the retry-exhausted queue, the DLQ; none lost, none in two. Two final copies of the
-    same attempt in the same place are allowed (counted): a send whose answer was lost is made again
-    (at least once), as is a final step run again by its own redelivery;
+    processed, the retry-exhausted queue, the DLQ; none lost, none in two. Allowed: two final copies
+    of the same attempt in the retry-exhausted queue (a send whose answer was lost is made again, as
+    is a final step run again by its own unacknowledged redelivery: at least once); and when an
+    operator redrove one of such twins, the other left behind - provided its own redrive at the end
+    is dropped as a duplicate (it is checked: a run of it fails the path). A DLQ copy whose attempt
+    finished elsewhere (its receives died after its work was done) is likewise dropped when the DLQ
+    is redriven at the end, and one whose attempt never finished runs then;
 (b) no attempt of a real message runs in two copies, except the at-least-once cases: two runs of the
     same attempt are allowed only when the later one is the same SQS message received again (a crash
     or lost answer after the processor ran, a failed delete, a duplicate delivery, SQS's DLQ redrive,
@@ -57,11 +66,12 @@ again at the same or a greater depth is pruned. Every complete path ends with lo
     SQS messages of one attempt both running - is a second chain;
 (c) a forged message never suppresses (the real message is then in no final place by its own runs),
     takes over (a run of the forged copy under the real chain's id) or exhausts early (a real message
-    in the retry-exhausted queue other than at its plan's last attempt) a real chain;
+    sent to the retry-exhausted queue other than at its plan's last attempt) a real chain;
 (d) no copy the consumer made of a real message is judged invalid-envelope;
-(e) each real message ends where its plan says: message 0 exhausted at ``max_attempts`` (processed
-    after a redrive of the retry-exhausted queue), message 1 processed; either in the DLQ only after
-    ``poison``; and the world settles (nothing left in the source or the Scheduler).
+(e) each real message ends where its plan says (message 0 exhausted at ``max_attempts``, or processed
+    after a redrive of the retry-exhausted queue; message 1 processed), is sent to the retry-exhausted
+    queue only at its plan's last attempt, and the world settles (nothing left in the source or the
+    Scheduler within 400 steps).
 
 Scenarios restrict the events to one class of interaction (the defect classes of issue #28), so that
 each is searched completely within the suite's time; ``all`` allows everything (use a budget).
