@@ -506,7 +506,7 @@ def unwrap(
     ``planning.latest_due``), and is invalid rather than re-delayed every 900 s for ever.
     ``signer`` (with the claims table): an envelope whose signature it does not verify (forged,
     corrupt, or written without the table) is an envelope of a chain apart: its retry id ``X`` becomes
-    ``unsigned:X``, its generation 0, its claimants none; ``problem`` then says so.
+    ``unsigned:X``, its generation 0; ``problem`` then says so.
     """
     attributes = _copy_attributes(record_attributes or {})
     original = Incoming(
@@ -556,7 +556,9 @@ def _own_chain(
     named = meta["id"]
     chain = named if named.startswith(UNSIGNED_PREFIX) else f"{UNSIGNED_PREFIX}{named}"
     own: RetryMeta = {**meta, "id": chain}
-    for key in ("claimants", "generation", "sig"):
+    # Its claimants stay: they name the SQS messages this copy was carried in, whose claims in that
+    # chain apart are its own (a waiting unsigned copy would otherwise be called a duplicate of itself).
+    for key in ("generation", "sig"):
         own.pop(key, None)  # type: ignore[misc]
     own_context = replace(context, id=chain, generation=0)
     problem = f"envelope not signed by this deployment (it names chain {_show(named)}): it runs in chain {_show(chain)}"

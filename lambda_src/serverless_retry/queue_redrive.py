@@ -60,6 +60,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.envelope import (
+    ENVELOPE_KEY,
     ERROR_TEXT_LIMIT,
     MAX_ATTEMPT,
     api_attributes,
@@ -689,7 +690,19 @@ class RunMemory:
 
     def __init__(self) -> None:
         self._chains: dict[str, str] = {}  # retry id -> the message id of the copy moved
+        self._states: dict[str, tuple[int, int, str]] = {}  # retry id -> (generation, attempt, body) moved
         self._sent: set[str] = set()
+
+    def duplicate_of(self, message: ExhaustedMessage) -> str | None:
+        """The message id of the copy this run moved of which ``message`` is a duplicate: a final copy of
+        the same chain, at the same generation and attempt, with the same body (its last receive ran
+        twice, so it was given up on twice). Moving it too would run the chain twice; leaving it would
+        leave a message processed by the redrive in the retry-exhausted queue as well."""
+        chain = message.envelope_id
+        state = self._states.get(chain) if chain and message.kind == "envelope" else None
+        if state is None or state != (_generation(message), message.attempt, message.body):
+            return None
+        return self._chains.get(chain)
 
     def repeat(self, message: ExhaustedMessage) -> str | None:
         """Why this run must not move ``message``; None when it may."""
@@ -708,8 +721,21 @@ class RunMemory:
     def took(self, message: ExhaustedMessage, sent_id: str | None = None) -> None:
         if message.envelope_id:
             self._chains.setdefault(message.envelope_id, message.message_id)
+            if message.kind == "envelope":
+                self._states.setdefault(
+                    message.envelope_id, (_generation(message), message.attempt, message.body)
+                )
         if sent_id:
             self._sent.add(sent_id)
+
+
+def _generation(message: ExhaustedMessage) -> int:
+    """The chain generation a final envelope carries (0 when none)."""
+    try:
+        value = json.loads(message.raw_body)[ENVELOPE_KEY].get("generation", 0)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return 0
+    return value if isinstance(value, int) else 0
 
 
 @dataclass
@@ -728,6 +754,9 @@ class RedriveReport:
     arrived: list[ExhaustedMessage] = field(default_factory=list)
     # Selected, but of a chain this run already moved (RunMemory.repeat says how): left in place.
     repeated: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)
+    # Duplicates of a final copy this run moved (same chain, generation, attempt and body), deleted:
+    # (message, the id of the copy moved).
+    dropped: list[tuple[ExhaustedMessage, str]] = field(default_factory=list)
     started_at: datetime | None = None  # on the redrive's clock
     found_at_start: int | None = None  # the queue's approximate count (visible + in flight) then
 
@@ -752,6 +781,7 @@ class RedriveReport:
             "skipped": len(self.skipped),
             "failed": len(self.failed),
             "duplicated": len(self.duplicated),
+            "dropped": len(self.dropped),
             "arrived": len(self.arrived),
             "repeated": len(self.repeated),
         }
@@ -894,6 +924,18 @@ def redrive(
                 continue
             repeat = memory.repeat(message)
             if repeat is not None:
+                duplicate = memory.duplicate_of(message)
+                if duplicate is not None and not options.dry_run:
+                    try:  # the copy moved carries this one's chain on: deleting it loses nothing
+                        sqs.delete_message(
+                            QueueUrl=options.from_queue_url, ReceiptHandle=scan.handle(message)
+                        )
+                    except Exception as exc:  # it stays, for a later run (which drops it the same way)
+                        report.failed.append((message, describe_error(exc)))
+                    else:
+                        scan.forget(message)
+                        report.dropped.append((message, duplicate))
+                    continue
                 report.repeated.append((message, repeat))
                 continue
             refused = refusal(message, options)

@@ -533,3 +533,25 @@ def test_the_unsendable_class_is_the_complement_of_what_sqs_allows() -> None:
 def test_format_time_writes_what_strftime_writes(moment: datetime) -> None:
     aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     assert format_time(moment) == aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_an_unsigned_envelope_runs_in_a_chain_apart_keeping_its_claimants() -> None:
+    from serverless_retry.signing import EnvelopeSigner
+
+    doc = {
+        "serverless_retry": {
+            "v": 1, "id": "real", "attempt": 4, "first_failed_at": "2026-11-30T10:00:00Z",
+            "source": SOURCE, "history": [], "claimants": ["carrier-1"], "sig": "forged",
+        },
+        "body": "b",
+        "attributes": {},
+    }  # fmt: skip
+    got = unwrap(
+        json.dumps(doc), {}, message_id="m", source=SOURCE, signer=EnvelopeSigner.from_key(b"k" * 32)
+    )
+    assert got.kind == "envelope"
+    assert got.context.id == "unsigned:real"  # never the signed chain "real"
+    assert got.meta is not None
+    # the ids it was carried in keep its own claims in that chain (else a waiting copy is lost)
+    assert got.meta["claimants"] == ["carrier-1"]
+    assert "sig" not in got.meta
