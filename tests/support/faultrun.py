@@ -444,6 +444,19 @@ class Processor:
         # SQS's DLQ moves (a plain message moved under a new id is the same message)
         self.runs: dict[tuple[int, str, int], list[str]] = defaultdict(list)
         self.successes: Counter[int] = Counter()
+        self.success_generation: dict[int, int] = {}  # the latest chain generation a success ran in
+        # Runs of an invocation that died before its next step (a crash, a dying stretch): the attempt
+        # never finished, and its copy's claim is taken over (claims rule 6): it runs again elsewhere.
+        self.died: dict[tuple[int, str, int], list[str]] = defaultdict(list)
+        self._current: list[tuple[tuple[int, str, int], str]] = []
+
+    def begin(self) -> None:
+        self._current = []
+
+    def invocation_died(self) -> None:
+        for key, copy in self._current:
+            self.died[key].append(copy)
+        self._current = []
         self.order: list[tuple[str, int]] = []  # (group, i) of each success, in time order
 
     def __call__(self, message: Message) -> None:
@@ -452,13 +465,17 @@ class Processor:
         if self.idempotent and self.successes[i]:
             return
         attempt = message.retry.attempt
-        self.runs[(i, origin(message.retry.id), attempt)].append(copy_of(message))
+        key, copy = (i, origin(message.retry.id), attempt), copy_of(message)
+        self.runs[key].append(copy)
+        self._current.append((key, copy))
         plan = doc.get("plan", [])  # none: a producer's envelope-like body, run as a message of its own
         step = plan[attempt - 1] if attempt <= len(plan) else "ok"
         if step == "ok":
             if not self.successes[i]:
                 self.order.append((doc.get("g", ""), i))  # first successes, in time order
             self.successes[i] += 1
+            generation = message.retry.generation
+            self.success_generation[i] = max(generation, self.success_generation.get(i, 0))
         elif step == "retry":
             raise RetryableError("downstream busy")
         elif step == "boom":
@@ -542,6 +559,13 @@ def number_of(text: str) -> int | None:
     return None
 
 
+def _generation_of(body: str) -> int:
+    """The chain generation of a final envelope (0 for every other form)."""
+    meta = envelope_meta(body)
+    value = meta.get("generation", 0) if meta is not None else 0
+    return value if isinstance(value, int) else 0
+
+
 def identify(body: str, attributes: dict[str, Any]) -> tuple[int, str]:
     """(message number, outcome) of a message found in a final place, read as inspect and redrive read
     it (every terminal form, retry envelopes SQS moved to a DLQ, and an own envelope judged invalid,
@@ -588,6 +612,8 @@ class Report:
     redriven_dlq: int = 0
     redriven_exhausted: int = 0
     redrive_runs: int = 0
+    # final copies of a generation their chain left (processed after a redrive): see run()
+    stale_final_copies: int = 0
     claims_expired: int = 0  # claims items TTL deleted during the run
     days: float = 0.0  # logical time the run covered
     deployment: Deployment | None = None
@@ -637,7 +663,7 @@ class Report:
             f"  final places {self.places}; exhausted by outcome {self.outcomes}\n"
             f"  lost {len(self.lost)} (expired {self.expired}), in two final places {len(self.two_places)} "
             f"({len(self.two_places_one_chain)} without a second chain), "
-            f"duplicate final copies {self.duplicate_final_copies}, "
+            f"duplicate final copies {self.duplicate_final_copies} (stale {self.stale_final_copies}), "
             f"own copies judged invalid {len(self.own_invalid)}\n"
             f"  messages with a second chain {self.second_chains} (most chains {self.max_chains}), "
             f"duplicates processed {self.duplicates_processed}, duplicate copies dropped {self.duplicates_dropped}\n"
@@ -677,12 +703,17 @@ class Driver:
         self.invocations = 0
         self.batch_size = 10
         self.counters: Counter[str] = Counter()
+        self.processor: Processor | None = None  # told when an invocation dies (second-chain count)
 
     def invoke(self, records: list[dict[str, Any]]) -> None:
         self.invocations += 1
+        if self.processor is not None:
+            self.processor.begin()
         try:
             result = self.consumer.process_batch(records)
         except Crash:
+            if self.processor is not None:
+                self.processor.invocation_died()
             return  # nothing deleted: every record comes back after its visibility timeout
         counts = result.counts
         self.counters["duplicates"] += counts.duplicates
@@ -922,6 +953,7 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         keep_ids=variant.dlq_move_keeps_ids,
     )
     driver.batch_size = deployment.batch_size
+    driver.processor = processor
     start = clock.now()
     driver.run(max_iterations=5_000_000, budget_seconds=budget_seconds, redrives=variant.moments())
     assert not queue.messages, "the run did not settle: messages left in the queue"
@@ -932,9 +964,16 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         places[i] += ["processed"] * n
     outcomes: Counter[str] = Counter()
     own_invalid: list[int] = []
+    stale = 0
     for msg in exhausted.bodies():
         i, outcome = identify(msg.body, msg.attributes)
         outcomes[outcome] += 1
+        if _generation_of(msg.body) < processor.success_generation.get(i, -1):
+            # A final copy of a generation its chain has left: a redrive processed the message in a
+            # later one. Its own redrive is a provable duplicate (claims rule 2's complement), so it
+            # is no final place but a stale duplicate, as the operator's next redrive run drops it.
+            stale += 1
+            continue
         places[i].append("exhausted")
         if outcome == "invalid-envelope" and i not in invalid_sent:
             own_invalid.append(i)
@@ -946,8 +985,13 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
     copies = sum(len(p) - len(set(p)) for p in places.values())
     chains: dict[int, int] = defaultdict(int)
     duplicates = 0
-    for (i, _chain, _attempt), mids in processor.runs.items():
-        chains[i] = max(chains[i], len(set(mids)))
+    for key, mids in processor.runs.items():
+        # An attempt is in two chains when it ran to its end in two copies; a run whose invocation
+        # died before its next step did not (at least once: its claim is taken over, it runs again).
+        finished = list(mids)
+        for copy in processor.died.get(key, []):
+            finished.remove(copy)
+        chains[key[0]] = max(chains[key[0]], len(set(finished)))
         duplicates += len(mids) - 1
     violations = 0
     if variant.fifo and variant.fifo_order == "ordered":
@@ -981,6 +1025,7 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         order_violations=violations,
         table=deployment.claims,
         two_places_one_chain=sorted(i for i in two if chains.get(i, 0) <= 1),
+        stale_final_copies=stale,
         seed=seed,
         own_invalid=sorted(set(own_invalid)),
         redriven_dlq=driver.counters["redriven"],
