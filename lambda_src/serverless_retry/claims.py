@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
+    "CLAIM_CLAUSES",
     "CLAIM_CONDITION",
     "CLAIM_PREFIX",
     "CLAIM_UPDATE",
@@ -72,14 +73,14 @@ CLAIM_PREFIX = "serverless-retry-chain#"
 ClaimResult = Literal["owned", "done", "duplicate", "busy"]
 State = Literal["taken", "final", "done", "ended"]
 
-# The claim's condition, within one generation of the chain. A holds-only item (``add_hold``) has no
-# state yet: it may be claimed.
-CLAIM_CONDITION = (
-    "attribute_not_exists(#state)"
-    " OR (#attempt < :attempt AND #state <> :ended)"
+# The claim's clauses within one generation of the chain (claim_condition adds the rest). A
+# holds-only item (``add_hold``) has no state yet: it may be claimed.
+CLAIM_CLAUSES = (
+    "(#attempt < :attempt AND #state <> :ended)"
     " OR (#attempt = :attempt AND #owner = :owner AND #state = :taken)"
     " OR (#attempt = :attempt AND #state = :taken AND #lease < :stale AND #receives > :one)"
 )
+CLAIM_CONDITION = f"attribute_not_exists(#state) OR {CLAIM_CLAUSES}"
 # Items written before generations existed have none: generation 0.
 _SAME_GENERATION = {
     True: "(attribute_not_exists(#generation) OR #generation = :generation)",
@@ -157,7 +158,7 @@ def claim_condition(predecessors: Sequence[str], generation: int = 0) -> tuple[s
     acknowledged when this copy was sent, so none of them runs; a live lease is never taken); and for a
     redriven generation, any claim of an earlier one (that chain ended: the redrive came from the
     retry-exhausted queue)."""
-    clauses = CLAIM_CONDITION[len("attribute_not_exists(#state) OR ") :]
+    clauses = CLAIM_CLAUSES
     values: dict[str, Any] = {}
     if predecessors:
         values = {f":p{i}": {"S": p} for i, p in enumerate(predecessors)}

@@ -19,7 +19,6 @@ import json
 from datetime import timedelta
 from typing import Any
 
-import boto3
 from serverless_retry.aws import AwsClients
 from serverless_retry.claims import (
     MAX_RETENTION_SECONDS,
@@ -34,22 +33,12 @@ from serverless_retry.message import Message
 from serverless_retry.queue_redrive import decode, outgoing_message
 from serverless_retry.testing import sqs_record
 
-from .conftest import REGION, Stack, event_from, failure_ids, make_consumer
+from .conftest import Stack, event_from, failure_ids, make_consumer
+from .test_claims import table
 
 DEFAULT_POLICY: dict[str, Any] = {}  # the module's retry_policy default: {} (the Python defaults)
 VISIBILITY = 6 * 30  # the modules' visibility timeout: 6 x the default function timeout
 LEASE = lease_seconds(VISIBILITY)
-
-
-def _table() -> Any:
-    client = boto3.client("dynamodb", region_name=REGION)
-    client.create_table(
-        TableName="claims",
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return client
 
 
 def _consumer(stack: Stack, process: Any, clock: FrozenClock, dynamodb: Any) -> RetryingConsumer:
@@ -84,7 +73,7 @@ def _signed(body: str) -> bool:
 
 # -- 1. claims x exhausted redrive ---------------------------------------------------------------------------
 def test_a_redriven_exhausted_copy_of_an_ended_chain_runs(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     runs: list[tuple[int, int]] = []
     fixed = False
 
@@ -131,7 +120,7 @@ def test_a_redriven_exhausted_copy_of_an_ended_chain_runs(stack: Stack, clock: F
 
 # -- 2. claims x due-time validation -------------------------------------------------------------------------
 def test_a_copy_that_waited_for_a_live_claim_is_due_not_invalid(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     runs: list[str] = []
 
     def process(message: Message) -> None:
@@ -171,7 +160,7 @@ def test_a_copy_that_waited_for_a_live_claim_is_due_not_invalid(stack: Stack, cl
 
 # -- 3. claims x forged ids ----------------------------------------------------------------------------------
 def test_a_forged_envelope_naming_a_real_chain_suppresses_nothing(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     runs: list[tuple[str, str, int]] = []
 
     def process(message: Message) -> None:
@@ -202,7 +191,7 @@ def test_a_forged_envelope_naming_a_real_chain_suppresses_nothing(stack: Stack, 
 
 
 def test_forged_claimants_cannot_take_over_a_live_claim(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     claims = DynamoDBClaims(lambda: dynamodb, "claims")
     now = clock.now()
     assert claims.claim("chain", 2, "owner", receives=2, now=now, lease_seconds=LEASE).result == "owned"
@@ -220,7 +209,7 @@ def test_forged_claimants_cannot_take_over_a_live_claim(stack: Stack, clock: Fro
 
 # -- 4. claims x TTL -----------------------------------------------------------------------------------------
 def test_a_claim_outlives_the_dlq(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     retention = 345_600  # the source queue's default retention (4 days)
     claims = DynamoDBClaims(lambda: dynamodb, "claims", retention_seconds=retention)
     now = clock.now()
@@ -234,7 +223,7 @@ def test_a_claim_outlives_the_dlq(stack: Stack, clock: FrozenClock) -> None:
 
 # -- 5. claims x clock skew ----------------------------------------------------------------------------------
 def test_a_claimed_copy_that_comes_back_early_keeps_its_claim(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     runs: list[tuple[int, str]] = []
 
     def process(message: Message) -> None:
@@ -267,7 +256,7 @@ def test_a_claimed_copy_that_comes_back_early_keeps_its_claim(stack: Stack, cloc
 
 # -- 8. writer x reader --------------------------------------------------------------------------------------
 def test_a_record_with_both_attribute_values_is_retried_not_refused(stack: Stack, clock: FrozenClock) -> None:
-    dynamodb = _table()
+    dynamodb = table()
     runs: list[int] = []
 
     def process(message: Message) -> None:
@@ -298,7 +287,7 @@ def test_a_failing_record_with_attributes_as_a_list_is_exhausted_with_the_reason
     def process(message: Message) -> None:
         raise RetryableError("busy")
 
-    consumer = _consumer(stack, process, clock, _table())
+    consumer = _consumer(stack, process, clock, table())
     record = sqs_record("o", message_id="o", queue_arn=stack.queue_arn)
     record["messageAttributes"] = [{"name": "tenant", "stringValue": "a"}]  # a hand-built event may
     assert failure_ids(consumer({"Records": [record]})) == []  # not handed back toward the DLQ

@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import heapq
 import json
 import logging
 import random
@@ -149,7 +148,7 @@ from serverless_retry.policy import RetryPolicy  # noqa: E402
 from serverless_retry.queue_redrive import decode, outgoing_message  # noqa: E402
 from serverless_retry.terminal import read_terminal  # noqa: E402
 
-from .fakeaws import FakeQueue, Msg, World, client_error, envelope_meta  # noqa: E402
+from .fakeaws import FakeQueue, Msg, World, envelope_meta  # noqa: E402
 from .faultrun import ROLE_ARN, Crash, identify  # noqa: E402
 
 VISIBILITY = 180  # modules/queue visibility_timeout_seconds (6 x the 30 s function timeout)
@@ -221,16 +220,13 @@ class Queue(FakeQueue):
         dedup: str | None = None,
         message_id: str | None = None,
     ) -> str:
-        if not 0 <= delay <= 900:
-            raise client_error("InvalidParameterValue", "SendMessage", "DelaySeconds must be 0..900")
+        # Ids from the body, so that equivalent histories reach equal worlds; the rest is SQS's send.
         digest = hashlib.blake2b(f"{delay}\0{body}".encode(), digest_size=4).hexdigest()
         self._sends[digest] += 1
         mid = message_id or f"{self.name[:2]}-{digest}-{self._sends[digest]}"
-        now = self.world.now_ms()
-        msg = Msg(mid, body, dict(attributes or {}), next(self.world.seq), now, now + delay * 1000, group)
-        self.messages[mid] = msg
-        heapq.heappush(self._heap, (msg.available_ms, msg.seq, mid))
-        return mid
+        return super().send(
+            body, delay=delay, attributes=attributes, group=group, dedup=dedup, message_id=mid
+        )
 
     def _deliver(self, msg: Msg, now: int, out: list[dict[str, Any]]) -> None:
         if self.dlq is not None and msg.receive_count >= self.max_receive_count:
