@@ -319,3 +319,42 @@ def test_an_in_place_retry_is_not_late_by_the_batch_run_time(stack: Stack, clock
     [entry] = change["Entries"]
     assert entry["ReceiptHandle"] == failed[0]["ReceiptHandle"]
     assert entry["VisibilityTimeout"] == 120 - 40  # due 120 s after the decision, not after the call
+
+
+# -- a final copy given up on twice: the redrive moves one and drops its twin ---------------------------------
+def test_a_redrive_moves_a_final_copy_once_and_drops_its_twin(stack: Stack, clock: FrozenClock) -> None:
+    from serverless_retry.queue_redrive import redrive
+    from serverless_retry.redrive_options import options_from_mapping
+
+    dynamodb = table()
+    runs: list[int] = []
+
+    def process(message: Message) -> None:
+        runs.append(message.retry.attempt)
+        if message.retry.attempt <= 5:
+            raise RetryableError("upstream down")
+
+    consumer = _consumer(stack, process, clock, dynamodb)
+    stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody="order-1")
+    pending = stack.drain(stack.queue_url)
+    for _ in range(10):
+        if not pending:
+            break
+        consumer(event_from(pending, stack.queue_arn))
+        pending = _next_copies(stack, clock)
+    [final] = stack.drain(stack.exhausted_url)
+    for _ in range(2):  # its last receive ran twice (a lost response): the same final copy, twice
+        stack.sqs.send_message(QueueUrl=stack.exhausted_url, MessageBody=final["Body"])
+    clock.advance(1)
+    options = options_from_mapping({"from_queue_url": stack.exhausted_url, "to_queue_url": stack.queue_url})
+
+    report = redrive(stack.sqs, options, clock=clock, wait_seconds=0)
+
+    assert len(report.moved) == 1
+    [(twin, moved)] = report.dropped
+    assert moved == report.moved[0].message_id
+    assert twin.envelope_id == report.moved[0].envelope_id
+    assert stack.drain(stack.exhausted_url) == []  # nothing left to run the chain a second time
+    assert failure_ids(consumer(event_from(stack.drain(stack.queue_url), stack.queue_arn))) == []
+    assert runs[-1] == 6  # processed once, in the chain's next generation
+    assert runs.count(6) == 1
