@@ -104,10 +104,10 @@ def test_the_default_deployment_on_three_seeds(seed: int, messages: int) -> None
     assert report.redriven_exhausted > messages // 10
     assert report.days >= 13
     assert {"exhausted", "non-retryable", "too-large-to-retry"} <= set(report.outcomes)
-    if report.second_chains:
-        # Open (issue 28's note): on seed 424242 two sibling copies of one attempt both run to their
-        # end (messages 2470 and 3222, attempt 5). Every other figure above is asserted all the same.
-        pytest.xfail(f"second chains on seed {seed}: {report.second_chain_ids} (open, see the issue note)")
+    assert report.second_chains == 0, report.second_chain_ids
+    # The stated exception (docs/claims-protocol.md): a plain copy renamed by SQS's DLQ move after its
+    # chain moved on. Rare by construction (a crash after the send, on the last receive, then a move).
+    assert len(report.renamed_reruns) <= messages // 2_000
     assert report.failures() == []
 
 

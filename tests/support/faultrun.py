@@ -445,19 +445,29 @@ class Processor:
         self.runs: dict[tuple[int, str, int], list[str]] = defaultdict(list)
         self.successes: Counter[int] = Counter()
         self.success_generation: dict[int, int] = {}  # the latest chain generation a success ran in
-        # Runs of an invocation that died before its next step (a crash, a dying stretch): the attempt
-        # never finished, and its copy's claim is taken over (claims rule 6): it runs again elsewhere.
-        self.died: dict[tuple[int, str, int], list[str]] = defaultdict(list)
-        self._current: list[tuple[tuple[int, str, int], str]] = []
+        # Runs whose outcome was never recorded: the invocation died before its next step (a crash, a
+        # dying stretch), or the consumer handed the record back as a batch item failure (the next
+        # copy or the final place could not be written). The attempt did not finish, and at least once
+        # says it runs again: in the same copy on redelivery, or in a sibling that takes the claim over
+        # once the owner's lease has passed (claims rule 6).
+        self.unfinished: dict[tuple[int, str, int], list[str]] = defaultdict(list)
+        self._current: list[tuple[tuple[int, str, int], str, str]] = []  # (key, copy, message id)
+        self.order: list[tuple[str, int]] = []  # (group, i) of each first success, in time order
+        self.renamed_reruns: set[int] = set()  # messages a DLQ move's new id made run again (see call)
+        self.renamed: set[str] = set()  # their new ids: chains of their own
 
     def begin(self) -> None:
         self._current = []
 
     def invocation_died(self) -> None:
-        for key, copy in self._current:
-            self.died[key].append(copy)
+        self.invocation_returned(None)
+
+    def invocation_returned(self, failed: set[str] | None) -> None:
+        """The invocation's runs are over: ``failed`` the message ids handed back (None: it died)."""
+        for key, copy, message_id in self._current:
+            if failed is None or message_id in failed:
+                self.unfinished[key].append(copy)
         self._current = []
-        self.order: list[tuple[str, int]] = []  # (group, i) of each success, in time order
 
     def __call__(self, message: Message) -> None:
         doc = message.json()
@@ -465,9 +475,20 @@ class Processor:
         if self.idempotent and self.successes[i]:
             return
         attempt = message.retry.attempt
-        key, copy = (i, origin(message.retry.id), attempt), copy_of(message)
+        chain = message.retry.id if message.retry.id in self.renamed else origin(message.retry.id)
+        if message.retry.id != chain and envelope_meta(message.record.get("body", "")) is None:
+            # A plain copy SQS moved out of the DLQ: the move gave it a new message id, and a plain
+            # body carries no other, so nothing can tell it from a new message. If its chain had
+            # moved on (the invocation that wrote attempt 2 died before the deletion, on the last
+            # receive before the DLQ), it runs again as a chain of its own: the stated exception
+            # (docs/claims-protocol.md), counted apart from second chains.
+            if any(k[0] == i and k[1] == chain and k[2] > 1 for k in self.runs):
+                self.renamed_reruns.add(i)
+                self.renamed.add(message.retry.id)  # its retry copies carry this id on
+                chain = message.retry.id
+        key, copy = (i, chain, attempt), copy_of(message)
         self.runs[key].append(copy)
-        self._current.append((key, copy))
+        self._current.append((key, copy, message.message_id))
         plan = doc.get("plan", [])  # none: a producer's envelope-like body, run as a message of its own
         step = plan[attempt - 1] if attempt <= len(plan) else "ok"
         if step == "ok":
@@ -618,6 +639,8 @@ class Report:
     days: float = 0.0  # logical time the run covered
     deployment: Deployment | None = None
     second_chain_ids: list[int] = field(default_factory=list)  # the messages with a second chain
+    # plain copies whose chain had moved on, run again after SQS's DLQ move renamed them (stated)
+    renamed_reruns: list[int] = field(default_factory=list)
 
     def failures(self) -> list[str]:
         """What breaks the guarantees: any loss and any own envelope judged invalid, always; with the
@@ -666,7 +689,8 @@ class Report:
             f"duplicate final copies {self.duplicate_final_copies} (stale {self.stale_final_copies}), "
             f"own copies judged invalid {len(self.own_invalid)}\n"
             f"  messages with a second chain {self.second_chains} (most chains {self.max_chains}), "
-            f"duplicates processed {self.duplicates_processed}, duplicate copies dropped {self.duplicates_dropped}\n"
+            f"duplicates processed {self.duplicates_processed}, duplicate copies dropped {self.duplicates_dropped}, "
+            f"plain copies renamed by a DLQ move and run again {len(self.renamed_reruns)}\n"
             f"  redriven (DLQ) {self.redriven_dlq}, redriven (exhausted) {self.redriven_exhausted} in "
             f"{self.redrive_runs} redrive runs, claims items TTL-deleted {self.claims_expired}\n"
             f"  Scheduler refusals sent as delay hops {self.scheduler_fallbacks}, early copies re-delayed "
@@ -719,12 +743,22 @@ class Driver:
         self.counters["duplicates"] += counts.duplicates
         self.counters["fallback"] += counts.scheduler_fallback
         self.counters["redelayed"] += counts.redelayed
-        if self.rng.random() < self.rates.lost_response:
-            return
         failed = set(result.failed_ids)
-        for record in records:
-            if record["messageId"] not in failed and self.rng.random() >= self.rates.delete_fail:
-                self.queue.delete(record["receiptHandle"])
+        deleted: set[str] = set()
+        if self.rng.random() >= self.rates.lost_response:
+            for record in records:
+                if record["messageId"] not in failed and self.rng.random() >= self.rates.delete_fail:
+                    self.queue.delete(record["receiptHandle"])
+                    deleted.add(record["messageId"])
+        if self.processor is not None:
+            # A run's outcome is recorded when the consumer acknowledged it and, on a first receive
+            # (which leaves its claim as taken, claims rule 4), SQS deleted it: else it comes back.
+            unrecorded = failed | {
+                r["messageId"]
+                for r in records
+                if r["messageId"] not in deleted and int(r["attributes"]["ApproximateReceiveCount"]) <= 1
+            }
+            self.processor.invocation_returned(unrecorded)
 
     def step(self) -> bool:
         """One poll of the mapping (the Scheduler fires first); whether it brought records."""
@@ -986,10 +1020,10 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
     chains: dict[int, int] = defaultdict(int)
     duplicates = 0
     for key, mids in processor.runs.items():
-        # An attempt is in two chains when it ran to its end in two copies; a run whose invocation
-        # died before its next step did not (at least once: its claim is taken over, it runs again).
+        # An attempt is in two chains when it ran to its end (its outcome recorded) in two copies; a
+        # run whose outcome was never recorded did not (at least once: it runs again, see Processor).
         finished = list(mids)
-        for copy in processor.died.get(key, []):
+        for copy in processor.unfinished.get(key, []):
             finished.remove(copy)
         chains[key[0]] = max(chains[key[0]], len(set(finished)))
         duplicates += len(mids) - 1
@@ -1035,6 +1069,7 @@ def run(variant: Variant, *, seed: int = 20261130, budget_seconds: float = 120.0
         days=(clock.now() - start).total_seconds() / DAY,
         deployment=deployment,
         second_chain_ids=sorted(i for i, n in chains.items() if n > 1),
+        renamed_reruns=sorted(processor.renamed_reruns),
     )
 
 
