@@ -476,16 +476,19 @@ class Processor:
             return
         attempt = message.retry.attempt
         chain = message.retry.id if message.retry.id in self.renamed else origin(message.retry.id)
-        if message.retry.id != chain and envelope_meta(message.record.get("body", "")) is None:
-            # A plain copy SQS moved out of the DLQ: the move gave it a new message id, and a plain
-            # body carries no other, so nothing can tell it from a new message. If its chain had
-            # moved on (the invocation that wrote attempt 2 died before the deletion, on the last
-            # receive before the DLQ), it runs again as a chain of its own: the stated exception
-            # (docs/claims-protocol.md), counted apart from second chains.
-            if any(k[0] == i and k[1] == chain and k[2] > 1 for k in self.runs):
-                self.renamed_reruns.add(i)
-                self.renamed.add(message.retry.id)  # its retry copies carry this id on
-                chain = message.retry.id
+        # A plain copy SQS moved out of the DLQ: the move gave it a new message id, and a plain body
+        # carries no other, so nothing can tell it from a new message. If its chain had moved on (the
+        # invocation that wrote attempt 2 died before the deletion, on the last receive before the
+        # DLQ), it runs again as a chain of its own: the stated exception (docs/claims-protocol.md),
+        # counted apart from second chains.
+        if (
+            message.retry.id != chain
+            and envelope_meta(message.record.get("body", "")) is None
+            and any(k[0] == i and k[1] == chain and k[2] > 1 for k in self.runs)
+        ):
+            self.renamed_reruns.add(i)
+            self.renamed.add(message.retry.id)  # its retry copies carry this id on
+            chain = message.retry.id
         key, copy = (i, chain, attempt), copy_of(message)
         self.runs[key].append(copy)
         self._current.append((key, copy, message.message_id))
