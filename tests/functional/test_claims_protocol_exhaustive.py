@@ -4,16 +4,21 @@ one redrive), driving the real consumer against the in-memory AWS world: tests/s
 
 One test per defect class of issue #28; each searches its scenario to the end (no budget cut) and
 prints its figures (``-s`` shows them): distinct states, interleavings, pruned paths, depth, seconds.
-Two more break the protocol on purpose and require the check to notice, so that a green run means
-the search reaches the interleavings that matter.
+Five more put back, one at a time, what fixed issue #28's defects 1-5 and require the check to find
+the defect again, so that a green run means the search reaches the interleavings that matter.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from datetime import datetime
+from typing import Any
+
 import pytest
+import serverless_retry.claims as claims_module
 import serverless_retry.consumer as consumer_module
+from serverless_retry.planning import latest_due
 
 from tests.support.protocol_check import SCENARIOS, Config, Report, explore
 
@@ -56,3 +61,48 @@ def test_an_unchecked_signature_is_found(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(EnvelopeSigner, "verify", lambda self, document: True)
     report = check("forged-envelope")
     assert any(problem.startswith("(c)") for problem, *_ in report.counterexamples.values()), report.text()
+
+
+def _problems(report: Report) -> list[str]:
+    return [problem for problem, *_ in report.counterexamples.values()]
+
+
+def test_a_redrive_without_a_new_generation_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 1's class put back: a redriven final copy claims within its chain's old generation, so
+    the claim its final step ended makes it a duplicate (acknowledged unrun, after the redrive deleted
+    it from the retry-exhausted queue)."""
+    claim = claims_module.DynamoDBClaims.claim
+
+    def same_generation(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return claim(self, *args, **{**kwargs, "generation": 0})
+
+    monkeypatch.setattr(claims_module.DynamoDBClaims, "claim", same_generation)
+    report = check("exhausted-redrive")
+    assert any("lost" in problem for problem in _problems(report)), report.text()
+
+
+def test_a_due_time_bound_without_the_claims_wait_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 2's class put back: the due-time check knows only what the policy could plan, so a copy
+    that waits out a live claim (lease plus takeover grace) comes back "too far out" and its own
+    consumer judges it invalid."""
+
+    def policy_only(self: Any, now: datetime) -> datetime:
+        return latest_due(self.policy, now)
+
+    monkeypatch.setattr(consumer_module.RetryingConsumer, "_latest_due", policy_only)
+    report = check("waiting-copy-due")
+    assert any(problem.startswith("(d)") for problem in _problems(report)), report.text()
+
+
+def test_claims_that_expire_before_the_dlq_does_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 4's class put back: a claim lives the source's retention plus a day, so a copy redriven
+    late from the DLQ (14 days) finds no claim and runs an attempt its chain already finished."""
+    init = claims_module.DynamoDBClaims.__init__
+
+    def short_ttl(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.ttl_seconds = kwargs.get("retention_seconds", 345_600) + 86_400
+
+    monkeypatch.setattr(claims_module.DynamoDBClaims, "__init__", short_ttl)
+    report = check("claims-ttl")
+    assert any(problem.startswith("(b)") for problem in _problems(report)), report.text()
