@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 
 class Clock(Protocol):
@@ -21,9 +22,22 @@ class SystemClock:
 
 @dataclass
 class FrozenClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to.
+
+    The latest one made is what ``serverless_retry.testing``'s helpers stamp records with when they
+    are given no ``clock=`` (``FrozenClock.latest()``): a test that freezes one clock for its consumer
+    gets records on that clock without saying so twice."""
 
     current: datetime = field(default_factory=lambda: datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC))
+    _latest: ClassVar[weakref.ref[FrozenClock] | None] = None
+
+    def __post_init__(self) -> None:
+        FrozenClock._latest = weakref.ref(self)  # weak: a finished test's clock goes with it
+
+    @classmethod
+    def latest(cls) -> FrozenClock | None:
+        """The most recently made FrozenClock still in use, if any."""
+        return cls._latest() if cls._latest is not None else None
 
     def now(self) -> datetime:
         return self.current

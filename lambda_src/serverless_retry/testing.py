@@ -15,8 +15,9 @@ One clock. The consumer takes a retry's "now" from the record's own SentTimestam
 time, and judges a copy's due time against its clock: records stamped by another clock than the
 consumer's make a fed-back copy look further out than the policy could plan, and it goes to the
 retry-exhausted queue as an invalid envelope. So every helper that stamps a time takes ``clock=``
-(the consumer's FrozenClock); without it a record is stamped with the real time, which agrees with a
-consumer on the system clock.
+(the consumer's FrozenClock); without it a record is stamped by the latest FrozenClock made (the one
+a test gave its consumer), and with none made, with the real time, which agrees with a consumer on the
+system clock.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def sqs_record(
 ) -> dict[str, Any]:
     """One SQS record as Lambda delivers it. A dict/list body is JSON-encoded for you.
 
-    ``SentTimestamp`` is ``sent_at`` (a Unix time), else ``clock.now()``, else the real time; the
+    ``SentTimestamp`` is ``sent_at`` (a Unix time), else ``clock.now()``, else the latest
+    FrozenClock's time (``FrozenClock.latest()``), else the real time; the
     first receive is ``received_at``, else the same moment. Made-up values fill what is not given;
     ``system_attributes`` (the record's ``attributes``), ``receipt_handle`` and the checksums replace
     them with real ones: the local runtime builds the events it delivers from ReceiveMessage results
@@ -104,7 +106,8 @@ def sqs_record(
         record_attributes = {k: str(v) for k, v in system_attributes.items()}
     else:
         if sent_at is None:
-            sent_at = clock.now().timestamp() if clock is not None else time.time()
+            stamp = clock if clock is not None else FrozenClock.latest()
+            sent_at = stamp.now().timestamp() if stamp is not None else time.time()
         sent_ms = str(int(sent_at * 1000))
         received_ms = sent_ms if received_at is None else str(int(received_at * 1000))
         record_attributes = {
@@ -145,7 +148,8 @@ def sqs_event(
 ) -> dict[str, Any]:
     """An SQS event: each item is a body (str, or dict/list to JSON-encode) or a ready record from
     :func:`sqs_record` or :func:`next_delivery` (recognised by its ``receiptHandle``). Records made
-    here are stamped by ``clock`` (the consumer's), else with the real time."""
+    here are stamped by ``clock`` (the consumer's), else by the latest FrozenClock, else with the real
+    time."""
     records: list[dict[str, Any]] = []
     for item in bodies:
         if isinstance(item, Mapping) and "receiptHandle" in item:

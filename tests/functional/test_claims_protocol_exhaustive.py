@@ -11,7 +11,6 @@ the defect again, so that a green run means the search reaches the interleavings
 from __future__ import annotations
 
 from dataclasses import replace
-
 from datetime import datetime
 from typing import Any
 

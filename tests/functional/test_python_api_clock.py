@@ -11,6 +11,7 @@ the helpers' time (the ``clock`` fixture would hide the very disagreement tested
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Iterator
@@ -96,8 +97,37 @@ def test_the_helpers_stamp_the_clock_they_are_given_and_the_old_calls_still_work
     assert record["attributes"]["SentTimestamp"] == millis
 
     assert sqs_record("o-1", sent_at=1_000.5, clock=clock)["attributes"]["SentTimestamp"] == "1000500"
+    # No clock= : the latest FrozenClock made (the test's own); with none alive, the real time.
+    assert sqs_event(["o-1"])["Records"][0]["attributes"]["SentTimestamp"] == millis
+    later = FrozenClock(clock.now() + timedelta(days=1))
+    assert FrozenClock.latest() is later
+    assert sqs_record("o-1")["attributes"]["SentTimestamp"] == str(int(later.now().timestamp() * 1000))
+    del clock, later
+    gc.collect()
+    assert FrozenClock.latest() is None
     unstamped = int(sqs_event(["o-1"])["Records"][0]["attributes"]["SentTimestamp"]) / 1000
-    assert abs(unstamped - time.time()) < 60  # no clock: the real time, as before (a system clock's)
+    assert abs(unstamped - time.time()) < 60  # no frozen clock: the real time (a system clock's)
+
+
+def test_records_made_without_clock_agree_with_the_test_s_frozen_clock(world: World) -> None:
+    """Defect 10 as a user met it: a FrozenClock for the consumer, and the helpers called without
+    clock= (before: stamped with the real time, so the fed-back copy looked days further out than the
+    policy could plan, and went to the retry-exhausted queue as invalid-envelope)."""
+    attempts: list[int] = []
+
+    def record_handler(message: Message) -> None:
+        attempts.append(message.attempt)
+        if message.attempt == 1:
+            raise TimeoutError("payment API timed out")
+
+    event = sqs_event([{"order_id": "o-1"}], queue_arn=ARN)
+    assert world.processor.process(event, record_handler, lambda_context()) == {"batchItemFailures": []}
+    [copy] = sent_messages(world.calls, world.queue)
+    world.clock.advance(copy["DelaySeconds"])
+    again = sqs_event([sqs_record(copy["MessageBody"], queue_arn=ARN)])
+    assert world.processor.process(again, record_handler, lambda_context()) == {"batchItemFailures": []}
+    assert attempts == [1, 2]
+    assert world.exhausted_bodies() == []
 
 
 def test_sent_messages_lists_single_and_batch_sends_of_one_queue(world: World) -> None:
