@@ -48,7 +48,7 @@ from aws_lambda_powertools import Logger
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
 from serverless_retry.clock import Clock, SystemClock
-from serverless_retry.config import ConsumerSettings, QueueTargets
+from serverless_retry.config import ENV_CLAIMS_TABLE, ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
     Delivery,
     Outgoing,
@@ -69,7 +69,7 @@ from serverless_retry.envelope import (
     unwrap,
     waiting_copy,
 )
-from serverless_retry.errors import EventShapeError, KeyUnavailable, UnhandledRecordError
+from serverless_retry.errors import ConfigError, EventShapeError, KeyUnavailable, UnhandledRecordError
 from serverless_retry.message import (
     Exhausted,
     ExhaustedHook,
@@ -317,6 +317,17 @@ class RetryingConsumer:
         self.logger = logger or make_logger()
         self.metrics = metrics or ConsumerMetrics()
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
+        if targets.in_place and claims is None:
+            # SQS counts every receive, and a record held back behind its group's failed message is
+            # received once per failure: only a store can tell those receives from its own attempts
+            # (without one, an innocent record is charged them, exhausted or dead-lettered unrun).
+            raise ConfigError(
+                ENV_CLAIMS_TABLE,
+                "a FIFO source with fifo_order 'ordered' retries in place and needs a claims table to "
+                "count the receives a record spends held back behind its group (else they count as its "
+                "attempts): give it one (ConsumerSettings.claims_table, SERVERLESS_RETRY_CLAIMS_TABLE, "
+                "or claims=; the modules make one by default), or set fifo_order to 'unordered'",
+            )
         self.claims = claims
         self.delivery.resend_after_timeout = claims is not None
         self._signing: tuple[ClaimStore, EnvelopeSigner] | None = None  # see _signer

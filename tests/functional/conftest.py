@@ -23,12 +23,15 @@ import pytest
 from aws_lambda_powertools import Logger
 from moto import mock_aws
 from serverless_retry.aws import AwsClients
+from serverless_retry.claims import ClaimStore, DynamoDBClaims
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets
 from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.message import Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy
+
+from tests.support.fakeaws import FakeDynamoDBClient
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -203,17 +206,25 @@ def make_consumer(
     clients: AwsClients | None = None,
     seed: int = 7,
     logger: Logger | None = None,
+    claims: ClaimStore | None = None,
     **target_overrides: Any,
 ) -> RetryingConsumer:
+    """``claims``: the consumer's claims store; a FIFO ordered one, which needs a store, gets an
+    in-memory table when none is given."""
+    targets = stack.targets(**target_overrides)
+    if claims is None and targets.in_place:
+        table = FakeDynamoDBClient(clock, random.Random(seed))
+        claims = DynamoDBClaims(lambda: table, "claims", retention_seconds=targets.retention_seconds)
     return RetryingConsumer(
         processor,
         RetryPolicy.from_dict(policy),
-        stack.targets(**target_overrides),
+        targets,
         clients=clients or AwsClients.of(sqs=stack.sqs, scheduler=stack.scheduler),
         clock=clock,
         rand=random.Random(seed),
         logger=logger or TEST_LOGGER,
         metrics=ConsumerMetrics(),
+        claims=claims,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,8 +28,8 @@ from serverless_retry import (
     process_retrying_response,
     retrying_consumer,
 )
-from serverless_retry.claims import DynamoDBClaims
 from serverless_retry.clock import FrozenClock
+from serverless_retry.config import ConsumerSettings
 from serverless_retry.testing import lambda_context, sqs_event, sqs_record
 
 from .conftest import QUIET_LOGGER, TEST_LOGGER, Stack, event_from, failure_ids, make_stack
@@ -288,17 +289,19 @@ def test_a_redelivery_whose_final_decision_was_recorded_does_not_call_the_hook_a
         runs.append(message.attempt)
         raise NonRetryableError("ledger entry refused")
 
-    processor = RetryingProcessor(
-        policy=RetryPolicy.from_dict(RETRY_ONCE),
-        targets=stack.targets(visibility_timeout_seconds=30),
-        clients=AwsClients.of(sqs=sqs, scheduler=stack.scheduler),  # type: ignore[arg-type]
+    settings = ConsumerSettings(
+        "",
+        RetryPolicy.from_dict(RETRY_ONCE),
+        stack.targets(visibility_timeout_seconds=30),
         clock=clock,
+        claims_table="claims",  # FIFO ordered needs one (ConfigError without)
+    )
+    processor = RetryingProcessor(
+        settings=settings,
+        clients=AwsClients.of(sqs=sqs, scheduler=stack.scheduler, dynamodb=dynamodb),  # type: ignore[arg-type]
         logger=QUIET_LOGGER,
         on_exhausted=hook,
     )
-    consumer = processor.consumer(record_handler)
-    consumer.claims = DynamoDBClaims(lambda: dynamodb, "claims")  # as from_settings builds it from the table
-    consumer.delivery.resend_after_timeout = True
     stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody="entry-1", MessageGroupId="g")
 
     first = stack.receive(stack.queue_url, visibility=30)
@@ -331,3 +334,21 @@ def test_an_invalid_envelope_calls_the_hook_without_an_error(stack: Stack, clock
     [(message, error, exhausted, _)] = hook.calls
     assert (message.body, error, exhausted.outcome) == (body, None, "invalid-envelope")
     assert len(stack.receive(stack.exhausted_url)) == 1
+
+
+def test_fifo_ordered_without_a_claims_table_is_refused_with_what_to_do(aws: None) -> None:
+    """Issue 28 defect 9's class: without a store, receives spent held back behind a group's failed
+    message counted as the held-back record's attempts (an innocent record shown attempt 4 and
+    exhausted, another dead-lettered unprocessed). Only a store can tell them apart: refused."""
+    stack = make_stack("ledger", fifo=True)
+    processor = RetryingProcessor(
+        policy=RetryPolicy(), targets=stack.targets(), clients=AwsClients.of(sqs=stack.sqs)
+    )
+    with pytest.raises(ConfigError, match=r"needs a claims table.*fifo_order to 'unordered'"):
+        processor.consumer(lambda message: None)
+    unordered = RetryingProcessor(
+        policy=RetryPolicy(),
+        targets=replace(stack.targets(), fifo_order="unordered"),
+        clients=AwsClients.of(sqs=stack.sqs),
+    )
+    assert unordered.consumer(lambda message: None).claims is None
