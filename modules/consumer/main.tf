@@ -241,6 +241,14 @@ resource "aws_lambda_event_source_mapping" "this" {
     }
 
     precondition {
+      # A record held back behind its group is received once per failure of the message before it;
+      # only the claims table tells those receives from its own attempts (the consumer refuses to
+      # start without it: ConfigError).
+      condition     = local.native || !local.fifo || var.fifo_order != "ordered" || local.claims
+      error_message = "The queue is FIFO with fifo_order = \"ordered\": retries stay in place, and the consumer needs the claims table to tell the receives a record spends held back behind its message group from its own attempts. Keep claims enabled (the default), or set fifo_order = \"unordered\"."
+    }
+
+    precondition {
       # FIFO event sources take at most 10 records and no batching window.
       condition     = !local.fifo || (var.batch_size <= 10 && var.maximum_batching_window_seconds == 0)
       error_message = "The queue is FIFO: batch_size must be at most 10 (got ${var.batch_size}) and maximum_batching_window_seconds 0 (got ${var.maximum_batching_window_seconds})."

@@ -640,6 +640,28 @@ run "fifo_ordered_wiring" {
   }
 }
 
+run "fifo_ordered_needs_the_claims_table" {
+  command = plan
+
+  variables {
+    scheduler = null
+    claims    = { enabled = false }
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq.fifo"
+      schedule_dlq_arn           = "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted.fifo"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted.fifo"
+      fifo                       = true
+      max_receive_count          = 11
+    }
+  }
+
+  expect_failures = [aws_lambda_event_source_mapping.this]
+}
+
 run "standard_source_gets_no_fifo_order" {
   command = plan
 
