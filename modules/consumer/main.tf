@@ -328,3 +328,25 @@ check "sqs_pollers_within_reserved_concurrency" {
     error_message = coalesce(var.reserved_concurrency, -1) == 0 ? "reserved_concurrency = 0 throttles every invocation, but the SQS event source mapping keeps receiving: each batch comes back to the queue one receive nearer the DLQ. To pause the consumer, disable its event source mapping instead." : "reserved_concurrency = ${coalesce(var.reserved_concurrency, -1)} without maximum_concurrency: Lambda's SQS pollers receive more batches than the function may run, and the extra ones are throttled, each time one receive nearer the DLQ. Set maximum_concurrency between 2 and reserved_concurrency (for one at a time, use a FIFO queue with one message group)."
   }
 }
+
+# Lambda's recursive loop detection (Lambda developer guide, "Use Lambda recursive loop detection to
+# prevent infinite loops"): a function invoked more than 16 times in one chain of requests, traced
+# through the X-Ray trace header the SDK adds to its SendMessage, has its next invocation stopped.
+# The serverless_retry consumer sends every SQS-delay retry and every delay hop back to its own
+# trigger queue, so a chain of more than 16 sends (max_attempts above 16, a long wait taken as 900 s
+# hops, the hops fallback while the Scheduler throttles) would be stopped on AWS. Its loop guard is
+# its own: every message carries its attempt count and first-failure time in the envelope, and the
+# policy's max_attempts and max_age_seconds (checked at plan time by retry-policy) end every chain in
+# the exhausted queue. A plain handler of the user's (processor = null), and a consumer that retries
+# in place with the visibility timeout (sends nothing to its queue), keep AWS's default: Terminate.
+locals {
+  sends_to_own_queue = !local.native && !local.fifo_ordered && module.policy.transport != "visibility"
+  recursive_loop     = coalesce(var.recursive_loop, local.sends_to_own_queue ? "Allow" : "Terminate")
+}
+
+resource "aws_lambda_function_recursion_config" "this" {
+  # Only to allow: Terminate is what Lambda does without one, so a plain function is left untouched.
+  count          = local.recursive_loop == "Allow" ? 1 : 0
+  function_name  = aws_lambda_function.this.function_name
+  recursive_loop = "Allow"
+}

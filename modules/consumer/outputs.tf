@@ -107,3 +107,8 @@ output "claims_table_arn" {
   description = "ARN of the claims table (the one created, or claims.table_arn); null with claims.enabled = false or a plain handler."
   value       = local.claims_table_arn
 }
+
+output "recursive_loop" {
+  description = "The function's recursive loop detection setting: `Allow` (set by aws_lambda_function_recursion_config, the consumer sends retries to its own queue) or `Terminate` (Lambda's default, nothing set)."
+  value       = local.recursive_loop
+}

@@ -469,3 +469,14 @@ variable "tags" {
   default     = {}
   nullable    = false
 }
+
+variable "recursive_loop" {
+  description = "The function's recursive loop detection setting (PutFunctionRecursionConfig): `Allow` lets it be invoked more than 16 times in one chain of its own sends, `Terminate` is Lambda's default. Null (the default): `Allow` when the serverless_retry consumer sends retries to its own queue (transports sqs-delay, sqs-hops, scheduler and auto, whose loop guard is the policy's max_attempts and max_age_seconds), else `Terminate` (a plain handler, processor = null; retries in place with the visibility timeout). Set `Terminate` to have Lambda stop such a consumer's chains after 16 sends, which ends long retries early."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.recursive_loop == null || contains(["Allow", "Terminate"], coalesce(var.recursive_loop, "Terminate"))
+    error_message = "recursive_loop must be \"Allow\", \"Terminate\" or null (the module decides), got \"${coalesce(var.recursive_loop, "null")}\"."
+  }
+}
