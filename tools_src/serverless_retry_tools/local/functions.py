@@ -43,6 +43,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from serverless_retry_tools.local.architectures import declared_machine, host_machine
+from serverless_retry_tools.local.host_builds import Runnable, runnable
+from serverless_retry_tools.local.lambda_python import cache_root, version_of
 from serverless_retry_tools.local.lambda_python import resolve as resolve_python
 from serverless_retry_tools.local.layers import mount as mount_layers
 
@@ -95,6 +98,7 @@ class FunctionConfig:
     log_level: str
     runtime: str
     layers: tuple[str, ...] = ()  # layer version ARNs, in the function's order (mounted at /opt)
+    architectures: tuple[str, ...] = ("x86_64",)  # Lambda's default when none is declared
     # Not part of the worker's identity: a changed reserved concurrency changes the cap, not the code.
     reserved_concurrency: int | None = field(default=None, compare=False)
 
@@ -118,6 +122,7 @@ class FunctionConfig:
             log_level=logging_config.get("ApplicationLogLevel") or "",
             runtime=config.get("Runtime") or "",
             layers=tuple(layer["Arn"] for layer in config.get("Layers") or ()),
+            architectures=tuple(config.get("Architectures") or ("x86_64",)),
             reserved_concurrency=_reserved(response),
         )
 
@@ -255,6 +260,10 @@ class FunctionPool:
         self._live: set[_Worker] = set()  # every started worker not yet stopped, for close()
         self._pool_lock = threading.Lock()
         self._code_locks: dict[str, threading.Lock] = {}
+        # The trees each function's workers run (its code and /opt with foreign builds replaced),
+        # and the notices about them already given as warnings.
+        self._runnables: dict[tuple[str, ...], tuple[Runnable, Runnable | None]] = {}
+        self._announced: set[tuple[str, str]] = set()
         self._closed = False
         self.invocations = 0
 
@@ -305,9 +314,7 @@ class FunctionPool:
     def prepare(self, config: FunctionConfig) -> None:
         """Unpack the function's code and find its Python (a first use may install boto3 for it),
         so that a batch received next does not spend its visibility timeout on that."""
-        self._code_dir(config)
-        self._opt_dir(config)
-        self._interpreter(config)
+        self._trees(config, self._interpreter(config)[0])
 
     def _opt_dir(self, config: FunctionConfig) -> Path | None:
         """The function's layers extracted as Lambda's /opt (None without layers)."""
@@ -315,15 +322,55 @@ class FunctionPool:
             return None
         return mount_layers(self._lambda, config.arn, config.layers, self._code_root / "layers")
 
+    def _trees(self, config: FunctionConfig, python: str) -> tuple[Runnable, Runnable | None]:
+        """The function's code and /opt as its worker runs them on this host: a distribution whose
+        compiled modules are built for the function's declared architecture only (an arm64 zip on
+        an x86_64 host) is replaced by this host's build (host_builds.py)."""
+        code, opt = self._code_dir(config), self._opt_dir(config)
+        version = version_of(python) or f"{sys.version_info[0]}.{sys.version_info[1]}"
+        declared, host = declared_machine(config.architectures), host_machine()
+        key = (config.name, str(code), str(opt), declared, python)
+        with self._pool_lock:
+            if key in self._runnables:
+                return self._runnables[key]
+
+        def run(tree: Path, sites: tuple[str, ...], where: str) -> Runnable:
+            return runnable(
+                tree, sites, declared=declared, host=host, python=python, python_version=version,
+                where=f"function {config.name}'s {where}", cache=cache_root() / "host-builds",
+            )  # fmt: skip
+
+        site = f"python/lib/python{version}/site-packages"
+        trees = (run(code, (".",), "zip"), run(opt, ("python", site), "layers") if opt is not None else None)
+        with self._pool_lock:
+            self._runnables[key] = trees
+        return trees
+
+    def _announce(self, worker: _Worker, trees: tuple[Runnable, Runnable | None]) -> None:
+        """Say in the function's log, at each cold start as Lambda's own INIT lines are, what the
+        emulator substituted or found, and once as a warning of the runtime."""
+        for tree in trees:
+            if tree is None:
+                continue
+            for line in (tree.summary, *tree.notes):
+                if not line:
+                    continue
+                self._log(worker, line)
+                first = (worker.config.name, line) not in self._announced
+                self._announced.add((worker.config.name, line))
+                if first and self._on_warning is not None:
+                    self._on_warning(worker.config.name, line)
+
     def _start(self, config: FunctionConfig) -> _Worker:
-        task_root = str(self._code_dir(config))
+        python, libs = self._interpreter(config)
+        trees = self._trees(config, python)
+        task_root = str(trees[0].path)
         stamp = datetime.now(UTC).strftime("%Y/%m/%d")
         log_stream = f"{stamp}/[{config.version}]{uuid.uuid4().hex}"
         env = lambda_environment(
             config, task_root=task_root, log_stream=log_stream, region=self._region, extra=self._extra_env
         )
         token = f"__serverless_retry_end_{secrets.token_hex(8)}__"
-        python, libs = self._interpreter(config)
         read_fd, write_fd = os.pipe()
         cmd = [
             python,
@@ -336,9 +383,8 @@ class FunctionPool:
             str(write_fd),
         ]
         cmd += ["--sentinel", token]
-        opt = self._opt_dir(config)
-        if opt is not None:
-            cmd += ["--opt", str(opt)]
+        if trees[1] is not None:
+            cmd += ["--opt", str(trees[1].path)]
         for lib in libs:
             cmd += ["--lib", lib]
         try:
@@ -359,6 +405,7 @@ class FunctionPool:
         worker = _Worker(config, proc, results, log_stream, token)
         threading.Thread(target=self._read_results, args=(read_fd, results), daemon=True).start()
         threading.Thread(target=self._read_output, args=(worker,), daemon=True).start()
+        self._announce(worker, trees)
         return worker
 
     def _interpreter(self, config: FunctionConfig) -> tuple[str, list[str]]:

@@ -28,13 +28,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PythonRuntime", "cache_root", "resolve"]
+__all__ = ["PythonRuntime", "cache_root", "resolve", "version_of"]
 
 _RUNTIME = re.compile(r"^python(3)\.(\d+)$")
 _COMPLETE = ".serverless-retry-complete"
 _PIP_TIMEOUT_SECONDS = 600
 _lock = threading.Lock()
 _resolved: dict[tuple[str, str], PythonRuntime] = {}
+_versions: dict[str, str | None] = {}
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,17 @@ def _version_of(executable: str) -> str | None:
     except OSError:
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def version_of(executable: str) -> str | None:
+    """``executable``'s "3.12", asked once per interpreter (None when it does not run)."""
+    with _lock:
+        if executable in _versions:
+            return _versions[executable]
+    found = _version_of(executable)
+    with _lock:
+        _versions[executable] = found
+    return found
 
 
 def find_python(version: str) -> str | None:
