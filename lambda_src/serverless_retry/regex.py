@@ -83,8 +83,10 @@ def compile_re2(pattern: object, path: str) -> RE2Pattern:
         raise PolicyError(
             path,
             f"matching needs the RE2 engine (package google-re2, module re2), which cannot be imported "
-            f"here ({exc}); build the Lambda zip with scripts/build_package.py, which bundles it for "
-            "python3.11-3.13 on arm64 and x86_64, or add google-re2 to your own package",
+            f"here ({exc}); build the Lambda zip with `serverless-retry package function SRC "
+            "--with-serverless-retry --arch ARCH --python X.Y` (or the layer with `serverless-retry "
+            "package layer`) for the function's architecture and runtime, which bundles it, or add "
+            "google-re2 to your own package",
         ) from None
     if _SURROGATES.search(pattern):
         raise PolicyError(path, "not a valid RE2 regular expression: it holds a lone surrogate, not text")

@@ -185,7 +185,10 @@ def test_without_the_engine_a_regex_policy_fails_the_cold_start_clearly() -> Non
     message = str(info.value)
     assert message.startswith("SERVERLESS_RETRY_POLICY: retry policy field 'rules[0].message_regex': ")
     assert "needs the RE2 engine (package google-re2, module re2)" in message
-    assert "scripts/build_package.py" in message
+    # The command a pip user has (docs/packaging.md), not a script of a checkout.
+    assert "serverless-retry package function SRC --with-serverless-retry --arch ARCH --python X.Y" in message
+    assert "scripts/" not in message
+    assert message.endswith("or add google-re2 to your own package")
     # A policy without a regex does not need the engine at all.
     environ["SERVERLESS_RETRY_POLICY"] = json.dumps(
         {"rules": [{"errors": ["TimeoutError"]}], "transport": "sqs-delay"}
