@@ -14,6 +14,8 @@ shell's background job is not stopped for terminal input.
 (:mod:`serverless_retry_tools.local.held_clock`); ``GET /_serverless_retry/clock`` answers the same
 ``{"epoch", "scale", "file"}``, so a runtime given only the endpoint reads the emulator's own clock,
 and ``POST /_serverless_retry/clock/holds`` takes its holds (:mod:`serverless_retry_tools.local.clock_server`).
+On the same clock, SQS publishes its metrics and moto's alarms are evaluated each logical minute
+(:mod:`serverless_retry_tools.local.cloudwatch.agent`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from urllib.parse import unquote
 
 from serverless_retry_tools.help_text import plain
 from serverless_retry_tools.local.clock_server import ClockServer
+from serverless_retry_tools.local.cloudwatch.agent import install_cloudwatch
 from serverless_retry_tools.local.held_clock import HeldClock
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, HOLDS_ROUTE, install_logical_sqs
 from serverless_retry_tools.local.moto_patches import (
@@ -171,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     apply_patches(names, PatchContext(server_url=url, clock=clock))
     applied = list(PATCHES) if names is None else names
     install_logical_sqs(clock, holds.queue_changed)
+    # SQS metrics, EMF extraction and alarm evaluation in logical time (cloudwatch/agent.py).
+    _, stop_cloudwatch = install_cloudwatch(clock)
     holds.install()
     # At x100 a real millisecond is a logical tenth of a second: a full garbage collection of moto's
     # many long-lived objects (tens of ms) would stall every long poll past its message's due time.
@@ -212,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         server.serve_forever()
         server.server_close()
     finally:
+        stop_cloudwatch()
         clock.close()
         clock_file.unlink(missing_ok=True)
         if ready_file is not None:
