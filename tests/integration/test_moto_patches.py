@@ -802,3 +802,73 @@ def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     patched_tests = [n for n in names if n.startswith("test_patched_")]
     assert len(raw_tests) == len(here)
     assert len(patched_tests) == len(here)
+
+
+# --- Lambda's recursive loop detection (local/recursion.py) --------------------------------------
+
+
+def _send_with_trace_header(aws: Aws) -> list[dict[str, Any]]:
+    """A SendMessage and a SendMessageBatch whose requests carry X-Amzn-Trace-Id, as botocore sends
+    them inside Lambda; the batch's second entry sets AWSTraceHeader itself. Received back."""
+    sqs = aws.client("sqs")
+    url = sqs.create_queue(QueueName=aws.name("traced"))["QueueUrl"]
+
+    def header(request: Any, **_: Any) -> None:
+        request.headers["X-Amzn-Trace-Id"] = "Root=1-00000000-000000000000000000000001;Lineage=aa:3"
+
+    sqs.meta.events.register("before-send.sqs.*", header)
+    sqs.send_message(QueueUrl=url, MessageBody="single")
+    own = {
+        "AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-00000000-000000000000000000000002"}
+    }
+    sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "a", "MessageBody": "batched"},
+            {"Id": "b", "MessageBody": "own", "MessageSystemAttributes": own},
+        ],
+    )
+    got: list[dict[str, Any]] = []
+    for _ in range(5):  # bounded
+        got += sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["AWSTraceHeader"]
+        ).get("Messages", [])
+        if len(got) >= 3:
+            break
+    return got
+
+
+def test_raw_moto_keeps_no_trace_header_of_the_request(raw: Aws) -> None:
+    got = _send_with_trace_header(raw)
+    assert len(got) == 3
+    assert not any("AWSTraceHeader" in (m.get("Attributes") or {}) for m in got)
+
+
+def test_patched_sqs_keeps_the_trace_header_and_an_entrys_own_attribute_wins(patched: Aws) -> None:
+    got = {
+        m["Body"]: (m.get("Attributes") or {}).get("AWSTraceHeader") for m in _send_with_trace_header(patched)
+    }
+    assert got == {
+        "single": "Root=1-00000000-000000000000000000000001;Lineage=aa:3",
+        "batched": "Root=1-00000000-000000000000000000000001;Lineage=aa:3",
+        "own": "Root=1-00000000-000000000000000000000002",  # the system attribute overrides the header
+    }
+
+
+def test_raw_moto_has_no_recursion_config(raw: Aws) -> None:
+    function = raw.function()
+    with pytest.raises(ClientError):
+        raw.client("lambda").get_function_recursion_config(FunctionName=function)
+
+
+def test_patched_recursion_config_defaults_to_terminate_and_takes_allow(patched: Aws) -> None:
+    lam = patched.client("lambda")
+    function = patched.function()
+    assert lam.get_function_recursion_config(FunctionName=function)["RecursiveLoop"] == "Terminate"
+    assert (
+        lam.put_function_recursion_config(FunctionName=function, RecursiveLoop="Allow")["RecursiveLoop"]
+        == "Allow"
+    )
+    assert lam.get_function_recursion_config(FunctionName=function)["RecursiveLoop"] == "Allow"
+    with pytest.raises(lam.exceptions.ResourceNotFoundException):
+        lam.put_function_recursion_config(FunctionName="no-such-function", RecursiveLoop="Allow")

@@ -97,6 +97,65 @@ def _sqs_message_move_task_not_implemented(ctx: PatchContext) -> Undo:
     return move_tasks.install(ctx.clock, _add)
 
 
+def _sqs_drops_trace_header(_: PatchContext) -> Undo:
+    # SQS keeps a message's X-Ray trace header as its AWSTraceHeader system attribute (X-Ray developer
+    # guide, "Amazon SQS and AWS X-Ray"): the one the
+    # request sets in MessageSystemAttributes, else the request's X-Amzn-Trace-Id header (which
+    # botocore adds to every call made inside Lambda). moto reads neither the header nor, in
+    # SendMessageBatch, an entry's MessageSystemAttributes. Lambda's recursive loop detection follows
+    # a chain of requests through this attribute (serverless_retry_tools.local.recursion).
+    import threading
+    from urllib.parse import unquote
+
+    from moto.sqs.models import SQSBackend
+    from moto.sqs.responses import SQSResponse
+
+    current = threading.local()  # moto's server runs each request in a thread of its own
+    send_message = SQSBackend.__dict__["send_message"]
+    send_message_batch = SQSBackend.__dict__["send_message_batch"]
+
+    def with_header(action: Any) -> Any:
+        def wrapped(self: Any) -> Any:
+            current.header = self.headers.get("X-Amzn-Trace-Id")
+            try:
+                return action(self)
+            finally:
+                current.header = None
+                current.entries = None
+
+        return wrapped
+
+    def new_send_message(self: Any, queue_name: str, message_body: str, *args: Any, **kwargs: Any) -> Any:
+        system = dict(kwargs.get("system_attributes") or {})
+        entries = getattr(current, "entries", None)
+        if entries:  # moto's batch sends its entries one by one, in order
+            system = {**(entries.pop(0).get("MessageSystemAttributes") or {}), **system}
+        header = getattr(current, "header", None)
+        if "AWSTraceHeader" not in system and header:
+            system["AWSTraceHeader"] = {"DataType": "String", "StringValue": unquote(header)}
+        if system:
+            kwargs["system_attributes"] = system
+        return send_message(self, queue_name, message_body, *args, **kwargs)
+
+    def new_send_message_batch(self: Any, queue_name: str, entries: dict[str, dict[str, Any]]) -> Any:
+        current.entries = list(entries.values())
+        try:
+            return send_message_batch(self, queue_name, entries)
+        finally:
+            current.entries = None
+
+    return chain(
+        [
+            replace(SQSBackend, "send_message", new_send_message),
+            replace(SQSBackend, "send_message_batch", new_send_message_batch),
+            replace(SQSResponse, "send_message", with_header(SQSResponse.__dict__["send_message"])),
+            replace(
+                SQSResponse, "send_message_batch", with_header(SQSResponse.__dict__["send_message_batch"])
+            ),
+        ]
+    )
+
+
 def _add(owner: Any, attr: str, new: Any) -> Undo:
     """Add a method moto does not have; refuse if it has grown one (the patch is then stale)."""
     if attr in owner.__dict__:
@@ -257,6 +316,55 @@ def _lambda_hides_reserved_concurrency_zero(_: PatchContext) -> Undo:
     return replace(LambdaFunction, "get_code", new_get_code)
 
 
+def _lambda_recursion_config_not_implemented(_: PatchContext) -> Undo:
+    # PutFunctionRecursionConfig / GetFunctionRecursionConfig (PUT/GET
+    # /2024-08-31/functions/{FunctionName}/recursion-config) have no route in moto, so
+    # aws_lambda_function_recursion_config cannot apply. As Lambda: RecursiveLoop is Allow or
+    # Terminate (InvalidParameterValueException otherwise), Terminate until one is put, an unknown
+    # function is ResourceNotFoundException; the setting goes with its function. The runtime reads
+    # it to stop recursive loops as Lambda does (serverless_retry_tools.local.recursion).
+    from urllib.parse import unquote as unquote_path
+
+    from moto.awslambda import urls
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.responses import LambdaResponse
+
+    route = r"{0}/(?P<api_version>[^/]+)/functions/(?P<function_name>[\w_:%-]+)/recursion-config/?$"
+
+    def function(self: Any) -> Any:
+        return self.backend.get_function(unquote_path(self.path.rstrip("/").rsplit("/", 2)[-2]))
+
+    def put_function_recursion_config(self: Any) -> Any:
+        target = function(self)
+        value = self._get_param("RecursiveLoop")
+        if value not in ("Allow", "Terminate"):
+            raise InvalidParameterValueException(
+                f"1 validation error detected: Value '{value}' at 'recursiveLoop' failed to satisfy "
+                "constraint: Member must satisfy enum value set: [Allow, Terminate]"
+            )
+        target.recursive_loop = value
+        return 200, {}, json.dumps({"RecursiveLoop": value})
+
+    def get_function_recursion_config(self: Any) -> Any:
+        value = getattr(function(self), "recursive_loop", "Terminate")
+        return 200, {}, json.dumps({"RecursiveLoop": value})
+
+    if route in urls.url_paths:
+        raise RuntimeError("moto now routes recursion-config: drop this patch")
+    urls.url_paths[route] = LambdaResponse.dispatch
+
+    def undo_route() -> None:
+        urls.url_paths.pop(route, None)
+
+    return chain(
+        [
+            undo_route,
+            _add(LambdaResponse, "put_function_recursion_config", put_function_recursion_config),
+            _add(LambdaResponse, "get_function_recursion_config", get_function_recursion_config),
+        ]
+    )
+
+
 # --- EventBridge ---------------------------------------------------------------------------------
 
 
@@ -323,6 +431,11 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         _sqs_message_move_task_not_implemented,
     ),
     Patch(
+        "sqs_drops_trace_header",
+        "SQS keeps no AWSTraceHeader from a request's X-Amzn-Trace-Id header, nor from a batch entry",
+        _sqs_drops_trace_header,
+    ),
+    Patch(
         "lambda_ignores_logging_config",
         "Lambda drops LoggingConfig (a perpetual plan diff)",
         _lambda_ignores_logging_config,
@@ -346,6 +459,11 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         "lambda_hides_reserved_concurrency_zero",
         "GetFunction leaves out a reserved concurrency of 0 (the function looks unthrottled)",
         _lambda_hides_reserved_concurrency_zero,
+    ),
+    Patch(
+        "lambda_recursion_config_not_implemented",
+        "PutFunctionRecursionConfig / GetFunctionRecursionConfig are not implemented (no route)",
+        _lambda_recursion_config_not_implemented,
     ),
     Patch(
         "events_rule_sns_target_not_implemented",

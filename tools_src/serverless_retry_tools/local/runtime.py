@@ -84,6 +84,7 @@ from serverless_retry.clock import ScaledClock
 
 from serverless_retry_tools.local.async_runner import AsyncRunner
 from serverless_retry_tools.local.clock_holder import ClockHolder
+from serverless_retry_tools.local.cloudwatch.lambda_metrics import instrument as count_lambda_metrics
 from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
 from serverless_retry_tools.local.functions import (
     CLOCK_FILE_VARIABLE,
@@ -101,6 +102,14 @@ from serverless_retry_tools.local.logs import LogShipper
 from serverless_retry_tools.local.pipes import PipeRunner
 from serverless_retry_tools.local.poller_scaling import PollerScaling
 from serverless_retry_tools.local.polling import delete_messages, receive_batch
+from serverless_retry_tools.local.recursion import (
+    DROPPED_METRIC,
+    LAMBDA_NAMESPACE,
+    STOPPED_MESSAGE,
+    TRACE_DIR_VARIABLE,
+    invocation_chain,
+    split_stopped,
+)
 from serverless_retry_tools.local.runner_services import RunnerServices
 from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
@@ -225,6 +234,10 @@ class Runtime:
             region_name=region,
         )
         self._clients_lock = threading.Lock()
+        # Each invocation's X-Ray trace header, by request id, for its worker to set as
+        # _X_AMZN_TRACE_ID (worker.py): what carries a chain of requests (recursion.py).
+        self._trace_dir = work_dir / "traces"
+        self._trace_dir.mkdir(parents=True, exist_ok=True)
         self.logs = LogShipper(self.client("logs"), work_dir / "logs", echo=echo_logs, tap=log_tap)
         self.functions = FunctionPool(
             self.client("lambda"),
@@ -235,6 +248,7 @@ class Runtime:
                 "AWS_ENDPOINT_URL": endpoint_url,
                 "SERVERLESS_RETRY_CLOCK_SCALE": repr(float(self.clock.scale)),
                 "SERVERLESS_RETRY_CLOCK_EPOCH": repr(self.clock.epoch),
+                TRACE_DIR_VARIABLE: str(self._trace_dir),
                 # Lambda code sees the held clock through time.time (worker.py).
                 **(
                     {CLOCK_FILE_VARIABLE: str(self.clock.path)} if isinstance(self.clock, SharedClock) else {}
@@ -244,6 +258,8 @@ class Runtime:
             on_warning=lambda name, message: self.warn_once(f"python:{name}", f"function {name}: {message}"),
             max_concurrency=max_concurrency,
         )
+        # AWS/Lambda Invocations, Errors, Throttles and Duration, put to the emulator's CloudWatch.
+        count_lambda_metrics(self.functions, self.client("cloudwatch"), self.clock)
         self._stop = threading.Event()
         # The runners get what they use of the runtime, not the runtime (runner_services.py).
         services = RunnerServices(
@@ -267,6 +283,8 @@ class Runtime:
         # than calling GetFunction between two receives (at x100 its ~10 ms are a logical second in
         # which a message falling due waits). A new deployment is seen within one refresh.
         self._configs: dict[str, FunctionConfig] = {}
+        # Each mapped function's recursion config (GetFunctionRecursionConfig), read with its config.
+        self._recursion: dict[str, str] = {}
         self._mappings_lock = threading.Lock()
         self._queue_urls: dict[str, str] = {}
         self._schedules: dict[str, _Schedule] = {}
@@ -287,6 +305,8 @@ class Runtime:
             "async_throttles": 0,
             "pipe_batches": 0,
             "pipe_messages": 0,
+            # Lambda's RecursiveInvocationsDropped: SQS messages whose invocation was stopped.
+            "recursive_invocations_dropped": 0,
         }
         self._stats_lock = threading.Lock()
 
@@ -398,14 +418,17 @@ class Runtime:
                         if str(mapping.get("EventSourceArn", "")).split(":")[2:3] == ["sqs"]:
                             found[mapping["UUID"]] = mapping
                 configs: dict[str, FunctionConfig] = {}
+                recursion: dict[str, str] = {}
                 for arn in {str(m["FunctionArn"]) for m in found.values()}:
                     try:
                         configs[arn] = self.functions.describe(arn)
+                        recursion[arn] = self._recursive_loop(lam, arn)
                     except Exception as exc:  # deleted meanwhile: its poller describes it itself
                         self.emit("error", where=f"get_function {arn}", error=repr(exc))
                 with self._mappings_lock:
                     self._mappings = found
                     self._configs = configs
+                    self._recursion = recursion
                 for uuid in found:
                     if uuid not in self._pollers or not self._pollers[uuid].is_alive():
                         thread = threading.Thread(
@@ -418,6 +441,21 @@ class Runtime:
             if not self._stop.is_set():
                 self.clock_holder.renew()
             self._stop.wait(_MAPPING_REFRESH_SECONDS)
+
+    def _recursive_loop(self, lam: Any, arn: str) -> str:
+        """The function's recursion config; Lambda's default (Terminate) where the emulator has
+        none to give (its lambda_recursion_config_not_implemented patch is off)."""
+        try:
+            return str(
+                lam.get_function_recursion_config(FunctionName=arn).get("RecursiveLoop") or "Terminate"
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                raise
+            self.warn_once(
+                "recursion-config", f"GetFunctionRecursionConfig failed ({exc!r}): Terminate assumed"
+            )
+            return "Terminate"
 
     def _mapping(self, uuid: str) -> dict[str, Any] | None:
         with self._mappings_lock:
@@ -640,16 +678,31 @@ class Runtime:
         lease: Lease,
     ) -> None:
         queue_arn = mapping["EventSourceArn"]
+        with self._mappings_lock:
+            allowed = self._recursion.get(config.arn, "Terminate") == "Allow"
+        messages, stopped = split_stopped(messages, config.arn, allowed=allowed)
+        if stopped:
+            self._drop_recursive(mapping, config, stopped)
+        if not messages:
+            return
         event = sqs_event(messages, queue_arn, self.region)
         # Lambda stops a function at its timeout, long before its batch's visibility ends; here the
         # timeout runs in real seconds, so logical time is held at the invocation's logical deadline
         # until it ends, or a slow machine would redeliver the batch while it still runs.
         token = f"batch-{uuid.uuid4()}"
+        # The invocation continues its records' chain of requests; its worker sets the header.
+        request_id = str(uuid.uuid4())
+        chain = invocation_chain(
+            [(m.get("Attributes") or {}).get("AWSTraceHeader") for m in messages], config.arn, now=self._now()
+        )
+        trace_file = self._trace_dir / request_id
+        trace_file.write_text(chain.header())
         self.clock_holder.running(token, self.clock.now().timestamp() + config.timeout)
         try:
-            result = lease.invoke(config, event)
+            result = lease.invoke(config, event, request_id)
         finally:
             self.clock_holder.running(token, None)
+            trace_file.unlink(missing_ok=True)
         verdict = judge_batch(
             [m["MessageId"] for m in messages],
             errored=not result.ok,
@@ -679,6 +732,42 @@ class Runtime:
             request_id=result.request_id,
             duration_ms=round(result.duration_ms, 1),
         )
+
+    def _drop_recursive(
+        self, mapping: dict[str, Any], config: FunctionConfig, stopped: list[dict[str, Any]]
+    ) -> None:
+        """Lambda stops these records' invocation (recursion.py): the function does not run, the
+        messages stay in the queue and come back after their visibility timeout, until the redrive
+        policy moves them to the DLQ. Lambda emits RecursiveInvocationsDropped (AWS/Lambda); here it
+        goes to the emulator's CloudWatch, and to the runtime's stats and events."""
+        self.count(recursive_invocations_dropped=len(stopped))
+        self.warn_once(
+            f"recursion:{config.arn}",
+            f"function {config.name}: RecursiveInvocationException: {STOPPED_MESSAGE}",
+        )
+        self.emit(
+            "recursion-stopped",
+            mapping=mapping["UUID"],
+            function=config.name,
+            queue=mapping["EventSourceArn"],
+            message_ids=[m["MessageId"] for m in stopped],
+            error=f"RecursiveInvocationException: {STOPPED_MESSAGE}",
+        )
+        try:
+            self.client("cloudwatch").put_metric_data(
+                Namespace=LAMBDA_NAMESPACE,
+                MetricData=[
+                    {
+                        "MetricName": DROPPED_METRIC,
+                        "Dimensions": [{"Name": "FunctionName", "Value": config.name}],
+                        "Timestamp": self.clock.now(),
+                        "Value": float(len(stopped)),
+                        "Unit": "Count",
+                    }
+                ],
+            )
+        except Exception as exc:  # the stats and the event still say it
+            self.warn_once("recursion-metric", f"PutMetricData {DROPPED_METRIC} failed: {exc!r}")
 
     # -- schedules ------------------------------------------------------------------------------------
     def _schedule_loop(self) -> None:

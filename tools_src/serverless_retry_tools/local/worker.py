@@ -35,6 +35,26 @@ from typing import Any
 # Real time, for the invocation's deadline (the runtime sets it in real time).
 _real_time = time.time
 _CLOCK_FILE_VARIABLE = "SERVERLESS_RETRY_LOCAL_CLOCK_FILE"
+_TRACE_DIR_VARIABLE = "SERVERLESS_RETRY_LOCAL_TRACE_DIR"
+_TRACE_VARIABLE = "_X_AMZN_TRACE_ID"
+
+
+def _set_trace_header(trace_dir: str | None, request_id: str) -> None:
+    """As Lambda's runtime does for each invocation: _X_AMZN_TRACE_ID holds the invocation's X-Ray
+    trace header, which botocore adds to every call the function makes (X-Amzn-Trace-Id). The
+    runtime leaves it in ``trace_dir`` under the request id (recursion.py in the tools package);
+    an invocation without one (an asynchronous one, a pipe's) has none, so it starts no chain."""
+    header = None
+    if trace_dir:
+        try:
+            with open(os.path.join(trace_dir, request_id), encoding="utf-8") as handle:
+                header = handle.read().strip() or None
+        except OSError:
+            header = None
+    if header:
+        os.environ[_TRACE_VARIABLE] = header
+    else:
+        os.environ.pop(_TRACE_VARIABLE, None)
 
 
 def _show_held_clock(path: str) -> None:
@@ -185,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError) as exc:  # the line alone, as before the held clock
             print(f"serverless-retry worker: no held clock ({exc!r})", file=sys.stderr, flush=True)
 
+    # The runtime's, not the function's: kept out of the environment the handler sees.
+    trace_dir = os.environ.pop(_TRACE_DIR_VARIABLE, None)
     handler: Any = None
     for line in sys.stdin:
         if not line.strip():
@@ -202,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             results.write(json.dumps({**reply, "ok": True, "init": True}) + "\n")
             continue
         fatal = False
+        _set_trace_header(trace_dir, request["request_id"])
         try:
             if handler is None:
                 try:
