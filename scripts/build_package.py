@@ -9,6 +9,11 @@ zips with). Pure files are the same in every install; compiled extensions carry 
 architecture in their file names, so they sit side by side. Any other file that differs between
 installs is a conflict and stops the build.
 
+Every module carries its bytecode for each of the three Pythons (``__pycache__/*.cpython-3XY.pyc``,
+PEP 552 unchecked hash-based: tools_src/serverless_retry_tools/bundling/bytecode.py says why),
+compiled by an interpreter of that version found on this machine (PATH, pyenv, uv). A version with
+none is left with sources only and said so; ``--bytecode require`` makes that an error instead.
+
 Standard library only: build.sh runs it while the virtualenv is still being installed, so the bundling
 modules are imported from the source tree.
 """
@@ -24,6 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools_src"))
 
+from serverless_retry_tools.bundling.bytecode import (  # noqa: E402
+    DEFAULT_MODE,
+    FUNCTION_ROOT,
+    LAYER_ROOT,
+    MODES,
+    Bytecode,
+    add_bytecode,
+    warnings_of,
+)
 from serverless_retry_tools.bundling.installs import install_pinned  # noqa: E402
 from serverless_retry_tools.bundling.targets import ARCHITECTURES, RUNTIMES, Target  # noqa: E402
 from serverless_retry_tools.bundling.zips import (  # noqa: E402
@@ -37,9 +51,17 @@ from serverless_retry_tools.bundling.zips import (  # noqa: E402
 TARGETS = [Target(python, machine) for python in RUNTIMES for machine in sorted(ARCHITECTURES.values())]
 
 
-def build(out: Path, extra: list[Path], layer: bool = False) -> str:
+def build(out: Path, extra: list[Path], layer: bool = False, bytecode: str = DEFAULT_MODE) -> str:
     """Write the zip to ``out`` and return its sha256. ``extra``: user code (an example's processor) at
-    the zip's root; ``layer``: everything under python/ (where Lambda looks in a layer)."""
+    the zip's root; ``layer``: everything under python/ (where Lambda looks in a layer); ``bytecode``:
+    a mode of :mod:`serverless_retry_tools.bundling.bytecode`."""
+    return build_with_report(out, extra, layer, bytecode)[0]
+
+
+def build_with_report(
+    out: Path, extra: list[Path], layer: bool = False, bytecode: str = DEFAULT_MODE
+) -> tuple[str, Bytecode]:
+    """:func:`build`, and what bytecode went in."""
     requirements = ROOT / "requirements" / "runtime.txt"
     cache = ROOT / "build" / "package"
     prefix = "python/" if layer else ""
@@ -59,8 +81,11 @@ def build(out: Path, extra: list[Path], layer: bool = False) -> str:
         # Extra user code (an example's processor): files go to the zip root, packages keep their name.
         files = iter_files(path, prefix + path.name + "/") if path.is_dir() else [(prefix + path.name, path)]
         add_entries(entries, files, str(path))
+    report = add_bytecode(
+        entries, RUNTIMES, deployed_root=LAYER_ROOT if layer else FUNCTION_ROOT, mode=bytecode
+    )
     write_zip(entries, out)
-    return hashlib.sha256(out.read_bytes()).hexdigest()
+    return hashlib.sha256(out.read_bytes()).hexdigest(), report
 
 
 def main() -> None:
@@ -76,12 +101,21 @@ def main() -> None:
         help="a file or package directory of user code to add (e.g. an example's processor)",
     )
     parser.add_argument("--layer", action="store_true", help="a layer zip: everything under python/")
+    parser.add_argument(
+        "--bytecode",
+        choices=MODES,
+        default=DEFAULT_MODE,
+        help="auto (default): bytecode for each Python found here, a warning for the others; "
+        "require: stop unless all three are; none: sources only",
+    )
     args = parser.parse_args()
     try:
-        digest = build(args.out, args.extra, args.layer)
+        digest, report = build_with_report(args.out, args.extra, args.layer, args.bytecode)
     except BundleError as exc:
         raise SystemExit(f"error: {exc}") from None
-    print(f"{args.out}  sha256={digest}")
+    print(f"{args.out}  sha256={digest}  {report.summary()}")
+    for warning in warnings_of(report):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 if __name__ == "__main__":

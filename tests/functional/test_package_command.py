@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import serverless_retry
 from serverless_retry_tools import cli
+from serverless_retry_tools.bundling import bytecode
+from serverless_retry_tools.bundling.bytecode import find_interpreter, pyc_name
 
 from tests.support.wheels import make_wheel
 
@@ -63,7 +65,12 @@ def _names(path: Path) -> list[str]:
 
 
 def _top(names: list[str]) -> set[str]:
-    return {n.split("/", 1)[0] for n in names if "/" in n and not n.split("/", 1)[0].endswith(".dist-info")}
+    tops = {n.split("/", 1)[0] for n in names if "/" in n}
+    return {t for t in tops if not t.endswith(".dist-info") and t != "__pycache__"}
+
+
+# The Python of the default runtime, which compiles the zip's bytecode (none, and a warning, without).
+PYTHON_312 = find_interpreter("3.12")
 
 
 def test_a_plain_function_zip_carries_its_code_and_requirements_only_and_reproducibly(
@@ -89,7 +96,14 @@ def test_a_plain_function_zip_carries_its_code_and_requirements_only_and_reprodu
     assert "orders/__init__.py" in names
     # boto3 and what only it needs come with the runtime; serverless_retry was not asked for.
     assert _top(names) == {"orders", "mylib", "helper"}
-    assert not [n for n in names if "__pycache__" in n or n.startswith(".env") or n.endswith("RECORD")]
+    assert not [n for n in names if n.startswith(".env") or n.endswith("RECORD")]
+    # The source's stale cache is left out; every module carries the runtime's bytecode instead.
+    sources = [n for n in names if n.endswith(".py")]
+    assert {n for n in names if "__pycache__" in n} == (
+        {pyc_name(n, "cpython-312") for n in sources} if PYTHON_312 else set()
+    )
+    assert "orders/__pycache__/__init__.cpython-312.pyc" in names or PYTHON_312 is None
+    assert "mylib/__pycache__/__init__.cpython-312.pyc" in names or PYTHON_312 is None
     with zipfile.ZipFile(one) as zf:
         assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
         assert {i.external_attr >> 16 for i in zf.infolist()} == {0o644}
@@ -99,7 +113,11 @@ def test_a_plain_function_zip_carries_its_code_and_requirements_only_and_reprodu
     assert "- botocore 1.40.0" in out
     assert f"sha256 {hashlib.sha256(one.read_bytes()).hexdigest()}" in out
     assert "serverless-retry" not in out
-    assert err == ""
+    if PYTHON_312 is None:
+        assert "no Python 3.12 on this machine: the zip carries no bytecode for python3.12" in err
+    else:
+        assert err == ""
+        assert f"bytecode (unchecked-hash): {len(sources)} files, cpython-312 by Python 3.12" in out
 
 
 def test_boto3_named_in_the_requirements_comes_with_what_it_needs(
@@ -142,7 +160,7 @@ def test_serverless_retry_in_the_requirements_is_the_tools_own_copy(
         for p in LIBRARY.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     )
-    assert sorted(n for n in names if n.startswith("serverless_retry/")) == shipped
+    assert sorted(n for n in names if n.startswith("serverless_retry/") and "__pycache__" not in n) == shipped
     assert f"+ serverless-retry {VERSION}" in text
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # the filtered copy is gone
     # For functions that attach AWS's public Powertools layer: Powertools and what only it needs stay out.
@@ -164,7 +182,8 @@ def test_a_layer_holds_serverless_retry_and_its_dependencies_under_python(
         "serverless_retry", "aws_lambda_powertools", "re2", "jmespath",
     }  # fmt: skip
     assert "python/serverless_retry/py.typed" in names
-    assert text.startswith(f"layer zip for python3.13 x86_64: {out}")
+    # By default for the modules' default architecture, arm64.
+    assert text.startswith(f"layer zip for python3.13 arm64: {out}")
     code, text, err = _package(capsys, *common, "--without-powertools")
     assert code == 0, err
     assert {n.split("/")[1] for n in _names(out) if not n.split("/")[1].endswith(".dist-info")} == {
@@ -175,11 +194,47 @@ def test_a_layer_holds_serverless_retry_and_its_dependencies_under_python(
     assert code == 0, err
     report = json.loads(text)
     assert report["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
-    assert report["targets"] == ["python3.13 x86_64"]
+    assert report["targets"] == ["python3.13 arm64"]
     assert [p["name"] for p in report["contents"]] == [f"serverless-retry {VERSION}", "google-re2"]
     assert report["contents"][1]["versions"] == ["1.1.20250722"]
     assert report["left_out"] == [{"name": "aws-lambda-powertools", "versions": [], "files": 0, "bytes": 0}]
     assert report["bytes"] == out.stat().st_size
+    python_313 = find_interpreter("3.13")
+    assert report["bytecode"] == {
+        "mode": "auto",
+        "files": sum(n.endswith(".pyc") for n in _names(out)),
+        "compiled": {"3.13": "cpython-313"} if python_313 else {},
+        "missing": [] if python_313 else ["3.13"],
+    }
+    code, text, err = _package(capsys, *common, "--without-powertools", "--bytecode", "none")
+    assert code == 0, err
+    assert not [n for n in _names(out) if "__pycache__" in n]
+    assert "no bytecode (--bytecode none)" in text
+
+
+def test_bytecode_for_a_runtime_whose_python_is_not_here_is_a_warning_or_when_required_an_error(
+    wheels: Path,
+    source: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Never a pyc of another Python's version: without the runtime's interpreter the zip carries
+    sources only and says so, and --bytecode require refuses to build."""
+    monkeypatch.setattr(bytecode, "find_interpreter", lambda version: None)
+    out = tmp_path / "f.zip"
+    code, text, err = _package(capsys, "function", str(source), "--python", "3.13", "-o", str(out))
+    assert code == 0, err
+    assert "no Python 3.13 on this machine: the zip carries no bytecode for python3.13" in err
+    assert "bytecode (unchecked-hash): 0 files, none; none for python3.13 (no such Python here)" in text
+    assert not [n for n in _names(out) if "__pycache__" in n]
+    out.unlink()
+    code, _, err = _package(
+        capsys, "function", str(source), "--python", "3.13", "--bytecode", "require", "-o", str(out)
+    )
+    assert code == 2
+    assert err.startswith("error: no Python 3.13 on this machine to compile the zip's bytecode")
+    assert not out.exists()
 
 
 def test_code_importing_serverless_retry_without_it_gets_a_warning(
@@ -200,7 +255,7 @@ def test_code_importing_serverless_retry_without_it_gets_a_warning(
         (["function", "{src}", "-r", "{missing}"], "requirements file {missing} does not exist"),
         (
             ["function", "{src}", "-r", "{req}", "--no-index", "--find-links", "{wheels}"],
-            "pip could not install the requirements for python3.12 x86_64",
+            "pip could not install the requirements for python3.12 arm64",
         ),
         (
             ["function", "{src}", "-r", "{old}"],

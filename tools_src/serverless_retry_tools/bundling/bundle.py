@@ -16,6 +16,14 @@ from pathlib import Path
 import serverless_retry
 from packaging.requirements import InvalidRequirement, Requirement
 
+from serverless_retry_tools.bundling.bytecode import (
+    DEFAULT_MODE,
+    FUNCTION_ROOT,
+    LAYER_ROOT,
+    Bytecode,
+    add_bytecode,
+    warnings_of,
+)
 from serverless_retry_tools.bundling.installs import Installed, files_of, install_resolved, normalize
 from serverless_retry_tools.bundling.provided import POWERTOOLS, RUNTIME_PROVIDED, left_out
 from serverless_retry_tools.bundling.targets import Target
@@ -55,6 +63,7 @@ class Result:
     zipped: int = 0
     unpacked: int = 0
     files: int = 0
+    bytecode: Bytecode | None = None
 
 
 def library_requirements(without_powertools: bool) -> list[str]:
@@ -168,7 +177,10 @@ def _install(
     return merge_installs(installs, prefix), parts, gone
 
 
-def _finish(entries: dict[str, bytes], result: Result) -> Result:
+def _finish(entries: dict[str, bytes], result: Result, *, deployed_root: str, bytecode: str) -> Result:
+    pythons = {t.python for t in result.targets}
+    result.bytecode = add_bytecode(entries, pythons, deployed_root=deployed_root, mode=bytecode)
+    result.warnings += warnings_of(result.bytecode)
     write_zip(entries, result.out)
     data = result.out.read_bytes()
     result.sha256 = hashlib.sha256(data).hexdigest()
@@ -205,10 +217,12 @@ def build_function(
     with_library: bool = False,
     without_powertools: bool = False,
     pip_options: Sequence[str] = (),
+    bytecode: str = DEFAULT_MODE,
 ) -> Result:
     """The function zip: ``source``'s files at the zip's root (dotfiles and caches left out), the
     requirements for each target, and serverless_retry only when the requirements name it or
-    ``with_library`` asks (a plain handler is not made to carry it)."""
+    ``with_library`` asks (a plain handler is not made to carry it); every module with its bytecode
+    for each target's Python (``bytecode``: :mod:`serverless_retry_tools.bundling.bytecode`)."""
     if not source.is_dir():
         raise BundleError(f"source directory {source} does not exist")
     requirement_args: list[str] = []
@@ -264,7 +278,7 @@ def build_function(
                 "serverless-retry layer"
             )
         result.parts += sorted(parts.values(), key=lambda p: p.name.lower())
-        return _finish(entries, result)
+        return _finish(entries, result, deployed_root=FUNCTION_ROOT, bytecode=bytecode)
 
 
 def build_layer(
@@ -273,9 +287,11 @@ def build_layer(
     *,
     without_powertools: bool = False,
     pip_options: Sequence[str] = (),
+    bytecode: str = DEFAULT_MODE,
 ) -> Result:
     """The layer zip: serverless_retry and its dependencies under ``python/``, without Powertools when
-    asked (for functions that attach AWS's public Powertools layer)."""
+    asked (for functions that attach AWS's public Powertools layer), with their bytecode as
+    :func:`build_function` has it."""
     result = Result(out, list(targets), [], [], [])
     with tempfile.TemporaryDirectory(prefix="serverless-retry-layer-") as tmp:
         dropped = [POWERTOOLS] if without_powertools else []
@@ -293,4 +309,4 @@ def build_layer(
         add_entries(entries, library, "serverless_retry")
         result.parts.append(_own(f"serverless-retry {serverless_retry.__version__}", library))
         result.parts += sorted(parts.values(), key=lambda p: p.name.lower())
-        return _finish(entries, result)
+        return _finish(entries, result, deployed_root=LAYER_ROOT, bytecode=bytecode)

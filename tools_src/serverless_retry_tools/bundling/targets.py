@@ -10,8 +10,11 @@ from dataclasses import dataclass
 RUNTIMES = {"3.11": 26, "3.12": 34, "3.13": 34}
 # Lambda's architecture names, and the machine names wheels use for them.
 ARCHITECTURES = {"x86_64": "x86_64", "arm64": "aarch64"}
+# What a package is built for unless told: the modules' defaults (``runtime = "python3.12"``,
+# ``architectures = ["arm64"]`` in modules/consumer/variables.tf; a test reads them from there), so a
+# zip built with no options runs on a function deployed with none.
 DEFAULT_PYTHON = "3.12"
-DEFAULT_ARCH = "x86_64"
+DEFAULT_ARCH = "arm64"
 
 
 class TargetError(ValueError):

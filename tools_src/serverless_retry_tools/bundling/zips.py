@@ -1,7 +1,8 @@
 """Reproducible zips: the same files give the same bytes, whoever builds them and when.
 
-Entries are sorted, every timestamp is fixed, permissions are normalised, and caches (__pycache__,
-*.pyc) and pip's per-install files (INSTALLER, direct_url.json, RECORD) are left out.
+Entries are sorted, every timestamp is fixed, permissions are normalised, and the build machine's
+caches (__pycache__, *.pyc) and pip's per-install files (INSTALLER, direct_url.json, RECORD) are left
+out: the zip's own bytecode is compiled afresh for each runtime's Python (bytecode.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from serverless_retry_tools.bundling.bytecode import DEFAULT_MODE, MODES
 from serverless_retry_tools.bundling.targets import (
     ARCHITECTURES,
     DEFAULT_ARCH,
@@ -87,6 +88,14 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
     )
     parser.add_argument("--no-index", action="store_true", help="only --find-links, no package index")
     parser.add_argument("-c", "--constraint", type=Path, help="pin versions with a pip constraints file")
+    parser.add_argument(
+        "--bytecode",
+        choices=MODES,
+        default=DEFAULT_MODE,
+        help="each module's bytecode for the runtime's Python, compiled by an interpreter of that version: "
+        "auto (default) warns for a version not on this machine, require stops the build, none ships "
+        "sources only",
+    )
     parser.add_argument("--json", action="store_true", help="what went in, as one JSON document")
 
 
@@ -157,10 +166,15 @@ def cmd_package(args: argparse.Namespace) -> int:
                 with_library=args.with_serverless_retry,
                 without_powertools=args.without_powertools,
                 pip_options=pip_options,
+                bytecode=args.bytecode,
             )
         else:
             result = build_layer(
-                args.out, targets, without_powertools=args.without_powertools, pip_options=pip_options
+                args.out,
+                targets,
+                without_powertools=args.without_powertools,
+                pip_options=pip_options,
+                bytecode=args.bytecode,
             )
     except BundleError as exc:
         raise UsageError(str(exc)) from None
@@ -186,6 +200,12 @@ def _as_json(result: Any) -> dict[str, Any]:
         "targets": [t.label for t in result.targets],
         "contents": [part(p) for p in result.parts],
         "left_out": [part(p) for p in result.left_out],
+        "bytecode": {
+            "mode": result.bytecode.mode,
+            "files": result.bytecode.files,
+            "compiled": {v: i.cache_tag for v, i in sorted(result.bytecode.compiled.items())},
+            "missing": result.bytecode.missing,
+        },
         "warnings": result.warnings,
     }
 
@@ -199,6 +219,7 @@ def _print(kind: str, result: Any) -> None:
     for p in result.left_out:
         version = f" {'/'.join(sorted(p.versions))}" if p.versions else ""
         print(f"  - {p.name}{version}  left out: the Lambda runtime or a layer provides it")
+    print(f"  {result.bytecode.summary()}")
     print(
         f"  {result.files} files, {_size(result.zipped)} zipped, {_size(result.unpacked)} unpacked, "
         f"sha256 {result.sha256}"
