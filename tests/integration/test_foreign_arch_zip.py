@@ -191,7 +191,7 @@ def test_an_arm64_zip_with_a_message_regex_policy_processes_messages_here(
         assert substituted, logs
         line: Any = substituted[0]
         assert line.startswith(
-            f"emulator: function {name}'s zip is built for arm64 (aarch64), as the function declares"
+            f"emulator: function {name}'s zip holds compiled code for arm64 (aarch64), as the function declares"
         )
         assert "this host's build of google-re2 1.1.20250722 in place of the aarch64 one" in line
         assert any(line in w for w in warnings)  # and once as the runtime's warning

@@ -155,7 +155,7 @@ def test_the_substituted_tree_holds_the_host_build_and_the_rest_as_deployed(tmp_
     assert result.path != tree
     assert result.path.parent == tree.parent
     assert result.summary == (
-        "emulator: function f's zip is built for arm64 (aarch64), as the function declares, and this "
+        "emulator: function f's zip holds compiled code for arm64 (aarch64), as the function declares, and this "
         "host is x86_64: running this host's build of google-re2 1.1.1 in place of the aarch64 one, as "
         "Lambda on arm64 would load that; the rest of the code runs as deployed"
     )
@@ -184,7 +184,7 @@ def test_without_a_host_build_the_code_runs_as_deployed_and_the_reason_is_given(
     assert result.summary == ""
     (note,) = result.notes
     assert note.startswith(
-        "function f's zip is built for aarch64 and this host is x86_64: could not get this host's build "
+        "function f's zip holds compiled code for aarch64 and this host is x86_64: could not get this host's build "
         "of google-re2 1.1.1 (pip install google-re2==1.1.1 for Python 3.12: "
     )
     assert note.endswith("running it as deployed, where those compiled modules cannot load")
@@ -250,3 +250,22 @@ def test_a_substituted_extension_really_loads_on_this_host(tmp_path: Path) -> No
     )  # fmt: skip
     ran = subprocess.run(probe, cwd=result.path, capture_output=True, text=True, timeout=30, check=False)
     assert (ran.returncode, ran.stdout.strip()) == (0, "bb"), ran.stderr
+
+
+def test_a_layer_is_substituted_in_its_own_site_directory(tmp_path: Path) -> None:
+    site = "python/lib/python3.12/site-packages"
+    opt = _write(
+        tmp_path / "layers" / "opt-1",
+        {**_re2(("aarch64",), prefix=f"{site}/"), "python/helper.py": "X = 1\n"},
+    )
+    cache = tmp_path / "cache"
+    _host_cache(cache)
+    result = runnable(
+        opt, ("python", site), declared="aarch64", host="x86_64", python="/no/such/python",
+        python_version="3.12", where="function f's layers", cache=cache,
+    )  # fmt: skip
+    assert result.summary.startswith("emulator: function f's layers holds compiled code for arm64 (aarch64)")
+    assert (result.path / site / "re2/_re2.cpython-312-x86_64-linux-gnu.so").exists()
+    assert not (result.path / site / "re2/_re2.cpython-312-aarch64-linux-gnu.so").exists()
+    assert not (result.path / "python" / "re2").exists()  # put where the layer had it, nowhere else
+    assert (result.path / "python/helper.py").read_text() == "X = 1\n"

@@ -111,7 +111,7 @@ class Plan:
         names = ", ".join(d.label for d in self.substitute)
         arch = _LAMBDA_NAMES.get(declared, declared)
         return (
-            f"emulator: {where} is built for {arch} ({declared}), as the function declares, and this "
+            f"emulator: {where} holds compiled code for {arch} ({declared}), as the function declares, and this "
             f"host is {host}: running this host's build of {names} in place of the {declared} one, as "
             f"Lambda on {arch} would load that; the rest of the code runs as deployed"
         )

@@ -167,7 +167,7 @@ def runnable(
         ]
     except HostBuildError as exc:
         why = (
-            f"{where} is built for {declared} and this host is {host}: could not get this host's build "
+            f"{where} holds compiled code for {declared} and this host is {host}: could not get this host's build "
             f"of {', '.join(d.label for d in decided.substitute)} ({exc}); running it as deployed, "
             "where those compiled modules cannot load"
         )
