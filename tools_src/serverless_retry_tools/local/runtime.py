@@ -36,6 +36,14 @@ exponential backoff, then sent to DeadLetterConfig.Arn with Scheduler's error at
 delivery is settled the schedule is deleted if ActionAfterCompletion is DELETE, else never fired
 again.
 
+Recursive loop detection (:mod:`serverless_retry_tools.local.recursion`). Each SQS-mapped invocation
+gets an X-Ray trace header continuing its records' chain of requests (the worker sets it as
+_X_AMZN_TRACE_ID, botocore sends it with the function's calls, SQS keeps it as AWSTraceHeader); a
+record whose chain already ran a function 16 times is not run unless GetFunctionRecursionConfig says
+Allow, as Lambda stops it: the message comes back after its visibility timeout, until the redrive
+policy moves it to the DLQ, and RecursiveInvocationsDropped (AWS/Lambda) goes to the emulator's
+CloudWatch. Asynchronous invocations and pipes get no header here (not emulated: they start a chain).
+
 Asynchronous invocations (Invoke Event, SNS -> Lambda, rule -> Lambda, Scheduler -> Lambda, Lambda
 destinations) are queued by the emulator and run by :mod:`serverless_retry_tools.local.async_runner`
 with Lambda's async retries, event age and destinations.
