@@ -54,8 +54,12 @@ TARGETS = [Target(python, machine) for python in RUNTIMES for machine in sorted(
 def build(out: Path, extra: list[Path], layer: bool = False, bytecode: str = DEFAULT_MODE) -> str:
     """Write the zip to ``out`` and return its sha256. ``extra``: user code (an example's processor) at
     the zip's root; ``layer``: everything under python/ (where Lambda looks in a layer); ``bytecode``:
-    a mode of :mod:`serverless_retry_tools.bundling.bytecode`."""
-    return build_with_report(out, extra, layer, bytecode)[0]
+    a mode of :mod:`serverless_retry_tools.bundling.bytecode`. A Python left without bytecode is
+    said on stderr (callers such as scripts/release.py print nothing else of it)."""
+    digest, report = build_with_report(out, extra, layer, bytecode)
+    for warning in warnings_of(report):
+        print(f"warning: {out.name}: {warning}", file=sys.stderr)
+    return digest
 
 
 def build_with_report(
