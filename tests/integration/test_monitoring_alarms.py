@@ -217,3 +217,34 @@ def test_inspect_shows_the_oldest_age_from_the_emulators_cloudwatch(scheduled_re
     line = next(x for x in result.stdout.splitlines() if x.startswith("backlog:"))
     assert "(CloudWatch)" in line
     assert "oldest 4." in line or "oldest 3." in line or "oldest 5." in line, line  # minutes
+
+
+def test_native_records_failing_fires_inside_the_redrive_window_and_recovers(
+    native_retry_stack: Applied, tmp_path: Path
+) -> None:
+    """The buggy release fails an order on every receive: records_failing fires within the P + 120 s
+    its description promises (here before the DLQ move at 5 x 180 s), and is OK again two quiet
+    periods after the failing record is gone (purged here, instead of a second apply)."""
+    stack = native_retry_stack
+    out = stack.outputs
+    names = {concern: arn.rsplit(":", 1)[1] for concern, arn in out["alarm_arns"].items()}
+    sqs, cw = stack.client("sqs"), stack.client("cloudwatch")
+    (alarm,) = cw.describe_alarms(AlarmNames=[names["records_failing"]])["MetricAlarms"]
+    period = max(q["MetricStat"]["Period"] for q in alarm["Metrics"] if "MetricStat" in q)
+    promise = float(period + 120)
+    assert f"within about {int(promise)} s" in alarm["AlarmDescription"]
+    watch = Watch(stack, {"records_failing": names["records_failing"], "dlq_depth": names["dlq_depth"]})
+    watch.until(lambda: watch.state("records_failing") == "OK", real_seconds=60, what="OK at first")
+    with _runtime(stack, tmp_path):
+        sent = watch.now()  # the first failed receive comes after this
+        body = {"order_id": "alarm-native", "amount": "12.50", "currency": "EUR"}
+        sqs.send_message(QueueUrl=out["queue_url"], MessageBody=json.dumps(body))
+        watch.until(lambda: watch.state("records_failing") == "ALARM", real_seconds=45, what="fires")
+        fired = watch.entered("records_failing", "ALARM", sent)
+        assert fired - sent <= promise + SLACK
+        assert fired - sent < out["max_receive_count"] * 6 * stack.variables["function_timeout"]
+        sqs.purge_queue(QueueUrl=out["queue_url"])
+        fixed = watch.now()
+        watch.until(lambda: watch.state("records_failing") == "OK", real_seconds=70, what="recovers")
+        assert watch.entered("records_failing", "OK", fixed) - fixed <= 2 * period + 120 + SLACK
+    assert watch.state("dlq_depth") == "OK"
