@@ -340,7 +340,9 @@ check "sqs_pollers_within_reserved_concurrency" {
 # the exhausted queue. A plain handler of the user's (processor = null), and a consumer that retries
 # in place with the visibility timeout (sends nothing to its queue), keep AWS's default: Terminate.
 locals {
-  sends_to_own_queue = !local.native && !local.fifo_ordered && module.policy.transport != "visibility"
+  # Conditionals, not &&: Terraform evaluates both sides of &&, and a plain handler's queue may not
+  # be known at plan time (its ARN from the same apply), which would leave the count unknown.
+  sends_to_own_queue = local.native ? false : local.fifo_ordered ? false : module.policy.transport != "visibility"
   recursive_loop     = coalesce(var.recursive_loop, local.sends_to_own_queue ? "Allow" : "Terminate")
 }
 
