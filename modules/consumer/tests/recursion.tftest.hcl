@@ -5,7 +5,7 @@ mock_provider "aws" {
 }
 
 override_resource {
-  target          = aws_cloudwatch_log_group.this
+  target          = module.function.aws_cloudwatch_log_group.this
   override_during = plan
   values = {
     arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/orders"
@@ -13,7 +13,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_iam_role.this
+  target          = module.function.aws_iam_role.this
   override_during = plan
   values = {
     arn = "arn:aws:iam::123456789012:role/orders"
@@ -29,7 +29,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_lambda_function.this
+  target          = module.function.aws_lambda_function.this
   override_during = plan
   values = {
     arn = "arn:aws:lambda:us-east-1:123456789012:function:orders"
