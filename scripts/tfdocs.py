@@ -361,7 +361,12 @@ def _write(path: Path, text: str, *, check: bool) -> bool:
 
 def update_docs(*, check: bool) -> list[Path]:
     """Write docs/modules/: a page per module README, an index, nothing stale; return what changed."""
-    module_dirs = [d.parent for d in sorted((ROOT / "modules").glob("*/README.md"))]
+    # A private module (its README says "<!-- private", e.g. modules/function) is no user's entry point.
+    module_dirs = [
+        d.parent
+        for d in sorted((ROOT / "modules").glob("*/README.md"))
+        if "<!-- private" not in d.read_text(encoding="utf-8")
+    ]
     changed = []
     wanted = {DOCS_MODULES / "index.md": docs_index(module_dirs)}
     for directory in module_dirs:

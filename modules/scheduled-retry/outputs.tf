@@ -160,30 +160,30 @@ output "claims_table_arn" {
 
 output "operator_function_name" {
   description = "The operator's redrive function (invoke with the options of serverless-retry redrive as JSON), or null when operator_redrive is off."
-  value       = local.operator ? aws_lambda_function.operator[0].function_name : null
+  value       = local.operator ? module.operator[0].function_name : null
 }
 
 output "operator_function_arn" {
   description = "ARN of the operator's redrive function, or null when operator_redrive is off."
-  value       = local.operator ? aws_lambda_function.operator[0].arn : null
+  value       = local.operator ? module.operator[0].function_arn : null
 }
 
 output "operator_role_arn" {
   description = "ARN of the operator's redrive function's role (created, or operator_redrive.role_arn), or null when operator_redrive is off."
-  value       = local.operator_role_arn
+  value       = local.operator ? module.operator[0].role_arn : null
 }
 
 output "operator_role_name" {
   description = "Name of the operator's redrive function's role, or null when operator_redrive is off."
-  value       = local.operator_role_name
+  value       = local.operator ? module.operator[0].role_name : null
 }
 
 output "operator_policy_json" {
   description = "The IAM policy (JSON) of what the operator's redrive function needs (attach it to operator_redrive.role_arn when you bring the role), or null when operator_redrive is off."
-  value       = local.operator ? data.aws_iam_policy_document.operator[0].json : null
+  value       = local.operator ? module.operator[0].policy_json : null
 }
 
 output "operator_log_group_name" {
   description = "The operator's redrive function's log group, or null when operator_redrive is off."
-  value       = local.operator ? aws_cloudwatch_log_group.operator[0].name : null
+  value       = local.operator ? module.operator[0].log_group_name : null
 }

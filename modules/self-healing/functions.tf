@@ -88,137 +88,118 @@ module "scheduler" {
   tags                     = var.tags
 }
 
-resource "aws_cloudwatch_log_group" "enrichment" {
-  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
-  name              = "/aws/lambda/${local.names.enrichment}"
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.logs_kms_key_arn
-  tags              = var.tags
-}
-
-resource "aws_lambda_function" "enrichment" {
-  #checkov:skip=CKV_AWS_116:The pipe invokes the enrichment synchronously; a function DLQ only catches asynchronous invocations. A failed batch returns to the failure queue and reaches its DLQ after max_receive_count.
-  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the enrichment calls only AWS APIs (SQS, CloudWatch Logs), which in a VPC need a NAT gateway or endpoints.
-  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path or S3 object whose hash Terraform pins through source_code_hash.
-  #checkov:skip=CKV_AWS_115:Concurrency is bounded by the pipe (one execution per batch of the failure queue); a reservation would only take capacity from the account's other functions.
-  function_name = local.names.enrichment
-  description   = "serverless-retry self-healing ${var.name}: turns failure records into bus events (pipe enrichment)."
-  role          = local.role_arns.enrichment
-  handler       = "serverless_retry.handlers.enrichment.handler"
-  runtime       = var.runtime
-  architectures = var.architectures
-  memory_size   = var.memory_size
-  timeout       = var.timeout
-  kms_key_arn   = var.environment_kms_key_arn
-
-  filename          = var.package
-  s3_bucket         = try(var.s3_package.bucket, null)
-  s3_key            = try(var.s3_package.key, null)
-  s3_object_version = try(var.s3_package.object_version, null)
-  source_code_hash  = local.source_code_hash
-  layers            = var.layers
-
-  environment {
-    variables = local.enrichment_environment.applied
-  }
-
-  tracing_config {
-    mode = var.tracing ? "Active" : "PassThrough"
-  }
-
-  dynamic "vpc_config" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      subnet_ids         = vpc_config.value.subnet_ids
-      security_group_ids = vpc_config.value.security_group_ids
+# Both functions (modules/function) share the package, runtime, VPC and log settings; each has its
+# own role, with what it may do (iam.tf), and its own environment.
+locals {
+  functions = {
+    enrichment = {
+      description = "serverless-retry self-healing ${var.name}: turns failure records into bus events (pipe enrichment)."
+      handler     = "serverless_retry.handlers.enrichment.handler"
+      environment = local.enrichment_environment.applied
+      role        = "enrichment function of the failure pipe."
+    }
+    redrive = {
+      description = "serverless-retry self-healing ${var.name}: re-delivers a failed event to its function (or topic), now or by schedule."
+      handler     = "serverless_retry.handlers.redrive.handler"
+      environment = local.redrive_environment.applied
+      role        = "redrive function, re-delivers failed events to their source."
     }
   }
+}
 
+module "enrichment" {
+  source = "../function"
+
+  function = merge(local.function_settings, {
+    name        = local.names.enrichment
+    description = local.functions.enrichment.description
+    handler     = local.functions.enrichment.handler
+    environment = local.functions.enrichment.environment
+  })
+  code = local.function_code
+  logs = local.function_logs
+  role = merge(local.function_role, {
+    arn              = var.enrichment_role_arn
+    description      = "serverless-retry self-healing ${var.name}: ${local.functions.enrichment.role}"
+    policy_name      = "serverless-retry-enrichment"
+    policy_json      = data.aws_iam_policy_document.enrichment.json
+    extra_statements = var.enrichment_policy_statements
+    inputs           = "enrichment_role_arn and enrichment_policy_statements"
+  })
   tags = var.tags
-
-  depends_on = [aws_cloudwatch_log_group.enrichment, aws_iam_role_policy.enrichment, aws_iam_role_policy.enrichment_extra]
-
-  lifecycle {
-    precondition {
-      condition     = (var.package == null) != (var.s3_package == null)
-      error_message = "Give the functions' code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
-    }
-
-    precondition {
-      condition     = var.enrichment_role_arn == null || length(var.enrichment_policy_statements) == 0
-      error_message = "enrichment_policy_statements add to the role the module creates, but enrichment_role_arn brings your own: attach your statements to it yourself (next to the enrichment_policy_json output), or leave enrichment_role_arn null."
-    }
-
-    precondition {
-      condition     = local.enrichment_environment_bytes.planned <= 4096
-      error_message = "The enrichment function's environment variables would take ${local.enrichment_environment_bytes.planned} bytes; Lambda allows 4096. Shorten the extra environment or the name."
-    }
-  }
 }
 
-resource "aws_cloudwatch_log_group" "redrive" {
-  #checkov:skip=CKV_AWS_338:Retention is the log_retention_days input (default 30 days of operational logs); set 365 or more where a compliance regime requires it.
-  #checkov:skip=CKV_AWS_158:CloudWatch Logs encrypts every log group at rest with keys it manages; a customer managed key is the logs_kms_key_arn input (its key policy must allow logs.<region>.amazonaws.com), not a default, because the module cannot write that key policy for a key it does not own.
-  name              = "/aws/lambda/${local.names.redrive}"
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.logs_kms_key_arn
-  tags              = var.tags
-}
+module "redrive" {
+  source = "../function"
 
-resource "aws_lambda_function" "redrive" {
-  #checkov:skip=CKV_AWS_116:EventBridge invokes the redrive asynchronously and its failures go to the on-failure destination of aws_lambda_function_event_invoke_config.redrive (the redrive DLQ), which keeps the error with the event; a function DLQ would keep less.
-  #checkov:skip=CKV_AWS_117:VPC is opt-in (the vpc input): the redrive calls only AWS APIs (Lambda, SNS, EventBridge Scheduler, SQS, CloudWatch Logs), which in a VPC need a NAT gateway or endpoints.
-  #checkov:skip=CKV_AWS_272:Code signing needs a Signer profile and signed S3 artifacts; the zip is deployed from a local path or S3 object whose hash Terraform pins through source_code_hash.
-  #checkov:skip=CKV_AWS_115:Concurrency follows the failure rate of the sources; a reservation would only take capacity from the account's other functions.
-  function_name = local.names.redrive
-  description   = "serverless-retry self-healing ${var.name}: re-delivers a failed event to its function (or topic), now or by schedule."
-  role          = local.role_arns.redrive
-  handler       = "serverless_retry.handlers.redrive.handler"
-  runtime       = var.runtime
-  architectures = var.architectures
-  memory_size   = var.memory_size
-  timeout       = var.timeout
-  kms_key_arn   = var.environment_kms_key_arn
-
-  filename          = var.package
-  s3_bucket         = try(var.s3_package.bucket, null)
-  s3_key            = try(var.s3_package.key, null)
-  s3_object_version = try(var.s3_package.object_version, null)
-  source_code_hash  = local.source_code_hash
-  layers            = var.layers
-
-  environment {
-    variables = local.redrive_environment.applied
-  }
-
-  tracing_config {
-    mode = var.tracing ? "Active" : "PassThrough"
-  }
-
-  dynamic "vpc_config" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      subnet_ids         = vpc_config.value.subnet_ids
-      security_group_ids = vpc_config.value.security_group_ids
-    }
-  }
-
+  function = merge(local.function_settings, {
+    name        = local.names.redrive
+    description = local.functions.redrive.description
+    handler     = local.functions.redrive.handler
+    environment = local.functions.redrive.environment
+  })
+  code = local.function_code
+  logs = local.function_logs
+  role = merge(local.function_role, {
+    arn              = var.redrive_role_arn
+    description      = "serverless-retry self-healing ${var.name}: ${local.functions.redrive.role}"
+    policy_name      = "serverless-retry-redrive"
+    policy_json      = data.aws_iam_policy_document.redrive.json
+    extra_statements = var.redrive_policy_statements
+    inputs           = "redrive_role_arn and redrive_policy_statements"
+  })
   tags = var.tags
+}
 
-  depends_on = [aws_cloudwatch_log_group.redrive, aws_iam_role_policy.redrive, aws_iam_role_policy.redrive_extra]
+locals {
+  function_settings = {
+    runtime                 = var.runtime
+    architectures           = var.architectures
+    memory_size             = var.memory_size
+    timeout                 = var.timeout
+    environment_kms_key_arn = var.environment_kms_key_arn
+    tracing                 = var.tracing
+    vpc                     = var.vpc
+  }
+  function_code = { package = var.package, s3_package = var.s3_package, layers = var.layers }
+  function_logs = { retention_days = var.log_retention_days, kms_key_arn = var.logs_kms_key_arn }
+  function_role = { permissions_boundary_arn = var.permissions_boundary_arn }
+}
 
+moved {
+  from = aws_cloudwatch_log_group.enrichment
+  to   = module.enrichment.aws_cloudwatch_log_group.this
+}
+
+moved {
+  from = aws_lambda_function.enrichment
+  to   = module.enrichment.aws_lambda_function.this
+}
+
+moved {
+  from = aws_cloudwatch_log_group.redrive
+  to   = module.redrive.aws_cloudwatch_log_group.this
+}
+
+moved {
+  from = aws_lambda_function.redrive
+  to   = module.redrive.aws_lambda_function.this
+}
+
+# A failed redrive (an API call that failed) raises: Lambda retries it twice, then sends the event with
+# the error to the redrive DLQ.
+resource "aws_lambda_function_event_invoke_config" "redrive" {
+  function_name          = module.redrive.function_name
+  maximum_retry_attempts = 2
+
+  destination_config {
+    on_failure {
+      destination = aws_sqs_queue.redrive_dlq.arn
+    }
+  }
+
+  # What the redrive function is given, checked here: the function itself is modules/function's.
   lifecycle {
-    precondition {
-      condition     = (var.package == null) != (var.s3_package == null)
-      error_message = "Give the functions' code once: package (a local zip) or s3_package (an S3 object), not ${var.package == null ? "neither" : "both"}."
-    }
-
-    precondition {
-      condition     = var.redrive_role_arn == null || length(var.redrive_policy_statements) == 0
-      error_message = "redrive_policy_statements add to the role the module creates, but redrive_role_arn brings your own: attach your statements to it yourself (next to the redrive_policy_json output), or leave redrive_role_arn null."
-    }
-
     precondition {
       condition     = local.redrive_environment_bytes.planned <= 4096
       error_message = "The redrive function's environment variables would take ${local.redrive_environment_bytes.planned} bytes; Lambda allows 4096. The retry policies travel in it (SERVERLESS_RETRY_SOURCES, SERVERLESS_RETRY_POLICY): give fewer sources their own policy, or shorten the policies."
@@ -231,26 +212,13 @@ resource "aws_lambda_function" "redrive" {
   }
 }
 
-# A failed redrive (an API call that failed) raises: Lambda retries it twice, then sends the event with
-# the error to the redrive DLQ.
-resource "aws_lambda_function_event_invoke_config" "redrive" {
-  function_name          = aws_lambda_function.redrive.function_name
-  maximum_retry_attempts = 2
-
-  destination_config {
-    on_failure {
-      destination = aws_sqs_queue.redrive_dlq.arn
-    }
-  }
-}
-
 # EventBridge may invoke the redrive function for the retry rules only.
 resource "aws_lambda_permission" "redrive" {
   for_each = local.sources
 
   statement_id  = "retry-${each.key}"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.redrive.function_name
+  function_name = module.redrive.function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.retry[each.key].arn
 }

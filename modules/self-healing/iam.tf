@@ -108,44 +108,7 @@ resource "aws_iam_role_policy" "source" {
   policy = data.aws_iam_policy_document.source.json
 }
 
-# --- Lambda roles: trust, logs, tracing --------------------------------------------------------------
-data "aws_iam_policy_document" "lambda_trust" {
-  statement {
-    sid     = "LambdaAssumesRole"
-    actions = ["sts:AssumeRole"]
-
-    principals {
-      type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
-    }
-  }
-}
-
-data "aws_iam_policy_document" "logs" {
-  for_each = {
-    enrichment = aws_cloudwatch_log_group.enrichment.arn
-    redrive    = aws_cloudwatch_log_group.redrive.arn
-  }
-
-  statement {
-    sid       = "WriteOwnLogs"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${each.value}:log-stream:*"]
-  }
-}
-
-data "aws_iam_policy_document" "xray" {
-  dynamic "statement" {
-    for_each = var.tracing ? [1] : []
-    content {
-      #checkov:skip=CKV_AWS_356:X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; "*" is the only resource they accept.
-      sid       = "WriteTraces"
-      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
-      resources = ["*"]
-    }
-  }
-}
-
+# --- Lambda roles (modules/function adds trust, logs, tracing and the VPC's network interfaces) ---
 # Concern: SSE-KMS queues (and, in topic mode, encrypted topics).
 data "aws_iam_policy_document" "kms" {
   for_each = {
@@ -177,29 +140,8 @@ data "aws_iam_policy_document" "enrichment_send" {
 data "aws_iam_policy_document" "enrichment" {
   source_policy_documents = [
     data.aws_iam_policy_document.enrichment_send.json,
-    data.aws_iam_policy_document.logs["enrichment"].json,
     data.aws_iam_policy_document.kms["enrichment"].json,
-    data.aws_iam_policy_document.xray.json,
-    data.aws_iam_policy_document.network.json,
   ]
-}
-
-resource "aws_iam_role" "enrichment" {
-  count = var.enrichment_role_arn == null ? 1 : 0
-
-  name                 = local.names.enrichment
-  description          = "serverless-retry self-healing ${var.name}: enrichment function of the failure pipe."
-  assume_role_policy   = data.aws_iam_policy_document.lambda_trust.json
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-}
-
-resource "aws_iam_role_policy" "enrichment" {
-  count = var.enrichment_role_arn == null ? 1 : 0
-
-  name   = "serverless-retry-enrichment"
-  role   = aws_iam_role.enrichment[0].id
-  policy = data.aws_iam_policy_document.enrichment.json
 }
 
 # --- redrive -----------------------------------------------------------------------------------------
@@ -257,121 +199,8 @@ data "aws_iam_policy_document" "redrive" {
     data.aws_iam_policy_document.redrive_deliver.json,
     data.aws_iam_policy_document.redrive_schedule.json,
     data.aws_iam_policy_document.redrive_send.json,
-    data.aws_iam_policy_document.logs["redrive"].json,
     data.aws_iam_policy_document.kms["redrive"].json,
-    data.aws_iam_policy_document.xray.json,
-    data.aws_iam_policy_document.network.json,
   ]
-}
-
-resource "aws_iam_role" "redrive" {
-  count = var.redrive_role_arn == null ? 1 : 0
-
-  name                 = local.names.redrive
-  description          = "serverless-retry self-healing ${var.name}: redrive function, re-delivers failed events to their source."
-  assume_role_policy   = data.aws_iam_policy_document.lambda_trust.json
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-}
-
-resource "aws_iam_role_policy" "redrive" {
-  count = var.redrive_role_arn == null ? 1 : 0
-
-  name   = "serverless-retry-redrive"
-  role   = aws_iam_role.redrive[0].id
-  policy = data.aws_iam_policy_document.redrive.json
-}
-
-# --- what the functions need in a VPC, and what the user adds ------------------------------------------
-# Concern: the network interfaces Lambda creates for the functions in the VPC, with their roles (the
-# actions of AWS's AWSLambdaVPCAccessExecutionRole, narrowed to what their resources allow).
-data "aws_iam_policy_document" "network" {
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      # Only in the given subnets, with the given security groups (an ENI create is authorised on all
-      # three resource types). Subnet and security group IDs are unique across accounts, so any owner
-      # account is allowed: a shared VPC's subnets belong to another account.
-      sid     = "CreateNetworkInterfacesInSubnets"
-      actions = ["ec2:CreateNetworkInterface"]
-      resources = concat(
-        ["arn:${local.partition}:ec2:${local.region}:${local.account}:network-interface/*"],
-        [for id in statement.value.subnet_ids : "arn:${local.partition}:ec2:${local.region}:*:subnet/${id}"],
-        [for id in statement.value.security_group_ids : "arn:${local.partition}:ec2:${local.region}:*:security-group/${id}"],
-      )
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      # The interfaces' IDs are made at run time, so this account's and region's interfaces: Lambda's
-      # guide warns that a DeleteNetworkInterface narrower than that can strand the functions'
-      # interfaces (and narrowing it to today's subnets would strand those of yesterday's).
-      sid       = "ManageOwnNetworkInterfaces"
-      actions   = ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"]
-      resources = ["arn:${local.partition}:ec2:${local.region}:${local.account}:network-interface/*"]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.vpc == null ? [] : [var.vpc]
-    content {
-      #checkov:skip=CKV_AWS_356:DescribeNetworkInterfaces and DescribeSubnets support no resource-level permissions; "*" is the only resource they accept, limited here to the functions' region.
-      sid       = "DescribeNetwork"
-      actions   = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]
-      resources = ["*"]
-
-      condition {
-        test     = "StringEquals"
-        variable = "aws:RequestedRegion"
-        values   = [local.region]
-      }
-    }
-  }
-}
-
-# Concern: what the user adds to each function's role (<function>_policy_statements), in its own policy.
-data "aws_iam_policy_document" "extra" {
-  for_each = {
-    enrichment = var.enrichment_policy_statements
-    redrive    = var.redrive_policy_statements
-  }
-
-  dynamic "statement" {
-    for_each = each.value
-    content {
-      sid       = statement.value.sid
-      effect    = statement.value.effect
-      actions   = statement.value.actions
-      resources = statement.value.resources
-
-      dynamic "condition" {
-        for_each = statement.value.conditions
-        content {
-          test     = condition.value.test
-          variable = condition.value.variable
-          values   = condition.value.values
-        }
-      }
-    }
-  }
-}
-
-resource "aws_iam_role_policy" "enrichment_extra" {
-  count = var.enrichment_role_arn == null && length(var.enrichment_policy_statements) > 0 ? 1 : 0
-
-  name   = "extra"
-  role   = aws_iam_role.enrichment[0].id
-  policy = data.aws_iam_policy_document.extra["enrichment"].json
-}
-
-resource "aws_iam_role_policy" "redrive_extra" {
-  count = var.redrive_role_arn == null && length(var.redrive_policy_statements) > 0 ? 1 : 0
-
-  name   = "extra"
-  role   = aws_iam_role.redrive[0].id
-  policy = data.aws_iam_policy_document.extra["redrive"].json
 }
 
 # The functions' roles and policies became optional (enrichment_role_arn, redrive_role_arn).
@@ -393,6 +222,37 @@ moved {
 moved {
   from = aws_iam_role_policy.redrive
   to   = aws_iam_role_policy.redrive[0]
+}
+
+# Then into modules/function, with the functions.
+moved {
+  from = aws_iam_role.enrichment[0]
+  to   = module.enrichment.aws_iam_role.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.enrichment[0]
+  to   = module.enrichment.aws_iam_role_policy.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.enrichment_extra[0]
+  to   = module.enrichment.aws_iam_role_policy.extra[0]
+}
+
+moved {
+  from = aws_iam_role.redrive[0]
+  to   = module.redrive.aws_iam_role.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.redrive[0]
+  to   = module.redrive.aws_iam_role_policy.this[0]
+}
+
+moved {
+  from = aws_iam_role_policy.redrive_extra[0]
+  to   = module.redrive.aws_iam_role_policy.extra[0]
 }
 
 # --- pipe --------------------------------------------------------------------------------------------
@@ -432,7 +292,7 @@ data "aws_iam_policy_document" "pipe" {
   statement {
     sid       = "InvokeEnrichment"
     actions   = ["lambda:InvokeFunction"]
-    resources = [aws_lambda_function.enrichment.arn]
+    resources = [module.enrichment.function_arn]
   }
 
   statement {

@@ -61,18 +61,6 @@ locals {
 
   exhausted_max_message_size = coalesce(var.exhausted_max_message_size, var.max_message_size)
   kms_key_arns               = var.kms_key_arn == null ? [] : [var.kms_key_arn]
-
-  # The functions' code: a local zip's hash redeploys a new build; an S3 object's, when given.
-  source_code_hash = var.package != null ? filebase64sha256(var.package) : try(var.s3_package.source_code_hash, null)
-  # Each function's role: the one the module creates, or the one brought.
-  role_arns = {
-    enrichment = var.enrichment_role_arn == null ? aws_iam_role.enrichment[0].arn : var.enrichment_role_arn
-    redrive    = var.redrive_role_arn == null ? aws_iam_role.redrive[0].arn : var.redrive_role_arn
-  }
-  role_names = {
-    enrichment = var.enrichment_role_arn == null ? aws_iam_role.enrichment[0].name : element(split("/", var.enrichment_role_arn), length(split("/", var.enrichment_role_arn)) - 1)
-    redrive    = var.redrive_role_arn == null ? aws_iam_role.redrive[0].name : element(split("/", var.redrive_role_arn), length(split("/", var.redrive_role_arn)) - 1)
-  }
 }
 
 # --- retry policies: one description of the language (modules/retry-policy) for every policy -------
@@ -274,7 +262,7 @@ resource "aws_pipes_pipe" "failures" {
   description = "serverless-retry self-healing ${var.name}: failure records -> enrichment -> bus ${local.names.bus}"
   role_arn    = aws_iam_role.pipe.arn
   source      = aws_sqs_queue.failures.arn
-  enrichment  = aws_lambda_function.enrichment.arn
+  enrichment  = module.enrichment.function_arn
   target      = aws_cloudwatch_event_bus.this.arn
 
   source_parameters {
@@ -303,4 +291,12 @@ resource "aws_pipes_pipe" "failures" {
 
   # The role must be able to read the queue and invoke the enrichment before the pipe starts polling.
   depends_on = [aws_iam_role_policy.pipe]
+
+  # What the enrichment function is given, checked here: the function itself is modules/function's.
+  lifecycle {
+    precondition {
+      condition     = local.enrichment_environment_bytes.planned <= 4096
+      error_message = "The enrichment function's environment variables would take ${local.enrichment_environment_bytes.planned} bytes; Lambda allows 4096. Shorten the extra environment or the name."
+    }
+  }
 }

@@ -137,62 +137,62 @@ output "pipe_log_group_name" {
 
 output "enrichment_function_name" {
   description = "Name of the enrichment function."
-  value       = aws_lambda_function.enrichment.function_name
+  value       = module.enrichment.function_name
 }
 
 output "enrichment_function_arn" {
   description = "ARN of the enrichment function."
-  value       = aws_lambda_function.enrichment.arn
+  value       = module.enrichment.function_arn
 }
 
 output "enrichment_role_arn" {
   description = "ARN of the enrichment function's role (the one created, or enrichment_role_arn)."
-  value       = local.role_arns.enrichment
+  value       = module.enrichment.role_arn
 }
 
 output "enrichment_role_name" {
   description = "Name of the enrichment function's role."
-  value       = local.role_names.enrichment
+  value       = module.enrichment.role_name
 }
 
 output "enrichment_policy_json" {
   description = "The IAM policy (JSON) of what the enrichment function needs: attached to the role the module creates; attach it to your own with enrichment_role_arn."
-  value       = data.aws_iam_policy_document.enrichment.json
+  value       = module.enrichment.policy_json
 }
 
 output "enrichment_log_group_name" {
   description = "The enrichment function's log group."
-  value       = aws_cloudwatch_log_group.enrichment.name
+  value       = module.enrichment.log_group_name
 }
 
 output "redrive_function_name" {
   description = "Name of the redrive function."
-  value       = aws_lambda_function.redrive.function_name
+  value       = module.redrive.function_name
 }
 
 output "redrive_function_arn" {
   description = "ARN of the redrive function."
-  value       = aws_lambda_function.redrive.arn
+  value       = module.redrive.function_arn
 }
 
 output "redrive_role_arn" {
   description = "ARN of the redrive function's role (the one created, or redrive_role_arn)."
-  value       = local.role_arns.redrive
+  value       = module.redrive.role_arn
 }
 
 output "redrive_role_name" {
   description = "Name of the redrive function's role."
-  value       = local.role_names.redrive
+  value       = module.redrive.role_name
 }
 
 output "redrive_policy_json" {
   description = "The IAM policy (JSON) of what the redrive function needs: attached to the role the module creates; attach it to your own with redrive_role_arn."
-  value       = data.aws_iam_policy_document.redrive.json
+  value       = module.redrive.policy_json
 }
 
 output "redrive_log_group_name" {
   description = "The redrive function's log group."
-  value       = aws_cloudwatch_log_group.redrive.name
+  value       = module.redrive.log_group_name
 }
 
 output "schedule_group_name" {

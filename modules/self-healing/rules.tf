@@ -118,7 +118,7 @@ resource "aws_cloudwatch_event_target" "retry" {
   rule           = aws_cloudwatch_event_rule.retry[each.key].name
   event_bus_name = aws_cloudwatch_event_bus.this.name
   target_id      = "redrive"
-  arn            = aws_lambda_function.redrive.arn
+  arn            = module.redrive.function_arn
 
   # EventBridge retries a failed hand-over to Lambda for a day, then dead-letters it. (A redrive that
   # fails inside the function is retried by Lambda and lands in the redrive DLQ instead.)

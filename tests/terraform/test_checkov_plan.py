@@ -149,22 +149,27 @@ def scan(workspace: Workspace, plan_json: Path) -> dict[str, Any]:
     return report["results"]
 
 
+def _planned_values(module: dict[str, Any]) -> dict[str, Any]:
+    """Every planned resource's values by address, in modules at any depth (the functions are in
+    modules/function, two calls below the root)."""
+    values = {r["address"]: r.get("values", {}) for r in module.get("resources", [])}
+    for child in module.get("child_modules", []):
+        values.update(_planned_values(child))
+    return values
+
+
 def _checks(results: dict[str, Any], kind: str) -> set[tuple[str, str]]:
     return {(c["check_id"], c["resource"]) for c in results.get(kind, [])}
 
 
 def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
     plan = json.loads(plan_json.read_text())
-    values = {
-        r["address"]: r.get("values", {})
-        for m in plan["planned_values"]["root_module"]["child_modules"]
-        for c in [m, *m.get("child_modules", [])]
-        for r in c.get("resources", [])
-    }
+    values = _planned_values(plan["planned_values"]["root_module"])
     hardened = "module.hardened.module.consumer"
-    assert values[f"{hardened}.aws_cloudwatch_log_group.this"]["kms_key_id"] == KEY
-    assert values[f"{hardened}.aws_lambda_function.this"]["kms_key_arn"] == KEY
-    assert values["module.default.module.consumer.aws_cloudwatch_log_group.this"]["kms_key_id"] is None
+    function = f"{hardened}.module.function"
+    assert values[f"{function}.aws_cloudwatch_log_group.this"]["kms_key_id"] == KEY
+    assert values[f"{function}.aws_lambda_function.this"]["kms_key_arn"] == KEY
+    assert values["module.default.module.consumer.module.function.aws_cloudwatch_log_group.this"]["kms_key_id"] is None
     hardened_sse = values[f"{hardened}.aws_dynamodb_table.claims[0]"]["server_side_encryption"]
     assert hardened_sse == [{"enabled": True, "kms_key_arn": KEY}]
     default_sse = values["module.default.module.consumer.aws_dynamodb_table.claims[0]"][
@@ -175,7 +180,7 @@ def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
 
 def test_no_check_fails_on_the_default_or_the_hardened_plan(scan: dict[str, Any]) -> None:
     assert _checks(scan, "failed_checks") == set()
-    assert ("CKV_AWS_158", "module.hardened.module.consumer.aws_cloudwatch_log_group.this") in _checks(
+    assert ("CKV_AWS_158", "module.hardened.module.consumer.module.function.aws_cloudwatch_log_group.this") in _checks(
         scan, "passed_checks"
     )
     table = "module.hardened.module.consumer.aws_dynamodb_table.claims[0]"
@@ -184,15 +189,10 @@ def test_no_check_fails_on_the_default_or_the_hardened_plan(scan: dict[str, Any]
 
 def test_the_plan_holds_the_deployment_inputs(plan_json: Path) -> None:
     plan = json.loads(plan_json.read_text())
-    values = {
-        r["address"]: r.get("values", {})
-        for m in plan["planned_values"]["root_module"]["child_modules"]
-        for c in [m, *m.get("child_modules", [])]
-        for r in c.get("resources", [])
-    }
+    values = _planned_values(plan["planned_values"]["root_module"])
     functions = [
-        values["module.networked.module.consumer.aws_lambda_function.this"],
-        values["module.networked.aws_lambda_function.operator[0]"],
+        values["module.networked.module.consumer.module.function.aws_lambda_function.this"],
+        values["module.networked.module.operator[0].aws_lambda_function.this"],
     ]
     for function in functions:
         assert (function["s3_bucket"], function["s3_key"], function["s3_object_version"]) == (
@@ -205,8 +205,8 @@ def test_the_plan_holds_the_deployment_inputs(plan_json: Path) -> None:
         (vpc,) = function["vpc_config"]
         assert (vpc["subnet_ids"], vpc["security_group_ids"]) == ([SUBNET], [SECURITY_GROUP])
     # Named once: the consumer's role is the function's name, not "<name>-consumer".
-    assert values["module.networked.module.consumer.aws_iam_role.this[0]"]["name"] == "shipments"
-    extra = json.loads(values["module.networked.module.consumer.aws_iam_role_policy.extra[0]"]["policy"])
+    assert values["module.networked.module.consumer.module.function.aws_iam_role.this[0]"]["name"] == "shipments"
+    extra = json.loads(values["module.networked.module.consumer.module.function.aws_iam_role_policy.extra[0]"]["policy"])
     assert [s["Sid"] for s in extra["Statement"]] == ["ReadCarriers"]
     assert values["module.layer.aws_lambda_layer_version.this"]["layer_name"] == "serverless-retry"
 
@@ -216,7 +216,7 @@ def test_the_default_log_group_and_claims_table_are_skipped_with_their_reasons(s
         (c["check_id"], c["resource"]): c["check_result"].get("suppress_comment", "")
         for c in scan.get("skipped_checks", [])
     }
-    log_group = reasons[("CKV_AWS_158", "module.default.module.consumer.aws_cloudwatch_log_group.this")]
+    log_group = reasons[("CKV_AWS_158", "module.default.module.consumer.module.function.aws_cloudwatch_log_group.this")]
     assert "logs_kms_key_arn" in log_group
     table = "module.default.module.consumer.aws_dynamodb_table.claims[0]"
     assert "claims.kms_key_arn" in reasons[("CKV_AWS_119", table)]
@@ -227,7 +227,7 @@ def test_inline_skips_reach_the_plan_with_their_reasons(scan: dict[str, Any]) ->
     skipped = {
         c["check_id"]: c["check_result"].get("suppress_comment", "")
         for c in scan.get("skipped_checks", [])
-        if c["resource"] == "module.default.module.consumer.aws_lambda_function.this"
+        if c["resource"] == "module.default.module.consumer.module.function.aws_lambda_function.this"
     }
     assert {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_272"} <= set(skipped), skipped
     assert "code_signing_config_arn" in skipped["CKV_AWS_272"]

@@ -45,7 +45,7 @@ def planned(workspace: Workspace, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 def _redrive_settings(run: Run) -> RedriveSettings:
-    env = run.resources["module.heal.aws_lambda_function.redrive"]["environment"][0]["variables"]
+    env = run.resources["module.heal.module.redrive.aws_lambda_function.this"]["environment"][0]["variables"]
     return RedriveSettings.from_env(env)
 
 

@@ -71,7 +71,7 @@ run "deployment_reaches_both_functions" {
 
   assert {
     # The consumer's own function is checked in the plan that tests/terraform/test_checkov_plan.py scans.
-    condition = alltrue([for f in [aws_lambda_function.operator[0]] : (
+    condition = alltrue([for f in [module.operator[0].function] : (
       f.s3_bucket == "orders-artifacts" && f.s3_key == "orders.zip" && f.s3_object_version == "7" && f.filename == null &&
       f.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:4"]) &&
       f.architectures == tolist(["x86_64"]) &&
@@ -81,7 +81,7 @@ run "deployment_reaches_both_functions" {
   }
 
   assert {
-    condition = [for s in data.aws_iam_policy_document.operator_network[0].statement : s.resources if s.sid == "CreateNetworkInterfacesInSubnets"][0] == toset([
+    condition = [for s in module.operator[0].iam.documents.network.statement : s.resources if s.sid == "CreateNetworkInterfacesInSubnets"][0] == toset([
       "arn:aws:ec2:us-east-1:123456789012:network-interface/*",
       "arn:aws:ec2:us-east-1:*:subnet/subnet-0a1b2c3d4e5f60718",
       "arn:aws:ec2:us-east-1:*:security-group/sg-0123456789abcdef0",
@@ -103,7 +103,7 @@ run "names_each_role_once" {
   }
 
   assert {
-    condition     = output.consumer_role_name == "orders" && aws_iam_role.operator[0].name == "orders-redrive"
+    condition     = output.consumer_role_name == "orders" && module.operator[0].iam.roles[0].name == "orders-redrive"
     error_message = "The consumer's role is <name> (was <name>-consumer), the operator's <name>-redrive."
   }
 
@@ -125,12 +125,12 @@ run "own_roles" {
   }
 
   assert {
-    condition     = length(aws_iam_role.operator) == 0 && length(aws_iam_role_policy.operator) == 0 && output.consumer_role_arn == var.role_arn
+    condition     = length(module.operator[0].iam.roles) == 0 && length(module.operator[0].iam.policies) == 0 && output.consumer_role_arn == var.role_arn
     error_message = "With role_arn and operator_redrive.role_arn no role is created (the consumer's module reports the role given)."
   }
 
   assert {
-    condition     = aws_lambda_function.operator[0].role == "arn:aws:iam::123456789012:role/ops/orders-redrive-runtime"
+    condition     = module.operator[0].function.role == "arn:aws:iam::123456789012:role/ops/orders-redrive-runtime"
     error_message = "Each function runs as the role given."
   }
 
@@ -151,7 +151,7 @@ run "operator_extra_statements" {
   }
 
   assert {
-    condition     = aws_iam_role_policy.operator_extra[0].name == "extra" && data.aws_iam_policy_document.operator_extra[0].statement[0].sid == "ReadRunbook"
+    condition     = module.operator[0].iam.extra_policies[0].name == "extra" && module.operator[0].iam.documents.extra.statement[0].sid == "ReadRunbook"
     error_message = "The operator's extra statements go in their own inline policy."
   }
 }

@@ -57,7 +57,7 @@ run "operator_redrive_is_off_by_default" {
   command = plan
 
   assert {
-    condition     = length(aws_lambda_function.operator) == 0 && length(aws_iam_role.operator) == 0
+    condition     = length(module.operator) == 0
     error_message = "The operator's redrive function must not exist unless operator_redrive.enabled is true."
   }
 
@@ -75,17 +75,17 @@ run "operator_redrive_on_least_privilege" {
   }
 
   assert {
-    condition     = aws_lambda_function.operator[0].handler == "serverless_retry.handlers.redrive_queue.handler"
+    condition     = module.operator[0].function.handler == "serverless_retry.handlers.redrive_queue.handler"
     error_message = "The operator function runs the package's redrive_queue handler."
   }
 
   assert {
-    condition     = aws_lambda_function.operator[0].reserved_concurrent_executions == 1 && aws_lambda_function.operator[0].timeout == 120
+    condition     = module.operator[0].function.reserved_concurrent_executions == 1 && module.operator[0].function.timeout == 120
     error_message = "One redrive pass at a time, with the given timeout."
   }
 
   assert {
-    condition = aws_lambda_function.operator[0].environment[0].variables == tomap({
+    condition = module.operator[0].function.environment[0].variables == tomap({
       SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted,https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
       SERVERLESS_RETRY_REDRIVE_TO_QUEUE_URL    = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
       POWERTOOLS_SERVICE_NAME                  = "orders-redrive"
@@ -96,7 +96,7 @@ run "operator_redrive_on_least_privilege" {
 
   assert {
     condition = alltrue(flatten([
-      for d in [data.aws_iam_policy_document.operator_read[0], data.aws_iam_policy_document.operator_send[0], data.aws_iam_policy_document.operator_native[0], data.aws_iam_policy_document.operator_logs[0]] : [
+      for d in [data.aws_iam_policy_document.operator_read[0], data.aws_iam_policy_document.operator_send[0], data.aws_iam_policy_document.operator_native[0], module.operator[0].iam.documents.logs] : [
         for st in d.statement : !contains(tolist(st.resources), "*") && !anytrue([for a in st.actions : endswith(a, "*")])
       ]
     ]))

