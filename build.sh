@@ -4,6 +4,9 @@
 #   ./build.sh test      lint, types and the whole test suite
 #   ./build.sh demo      the scheduled-retry flow on the embedded local AWS emulator
 #   ./build.sh bench     benchmarks (ratios against a baseline measured in the same run)
+#   ./build.sh test-aws  opt-in tier against real AWS (never in CI): without SERVERLESS_RETRY_AWS_TIER=yes,
+#                        --region and credentials it only explains itself, with time and cost
+#                        (docs/testing-against-aws.md)
 #   ./build.sh release   dist/: sdists and wheels of serverless-retry and serverless-retry-tools, the
 #                        function zip, the layer zip and SHA256SUMS (scripts/release.py)
 set -euo pipefail
@@ -235,6 +238,29 @@ cmd_bench() {
   done
 }
 
+# The opt-in tier against real AWS (docs/testing-against-aws.md). The gate first, with the venv only:
+# without the opt-in or credentials it explains itself (time, cost, how to opt in) and nothing is
+# built or called. Open: the zips, Terraform from the offline mirror, then the run (terraform init
+# per example).
+cmd_test_aws() {
+  ensure_venv
+  # shellcheck source=scripts/tf-env.sh
+  source scripts/tf-env.sh
+  local gate=0
+  "$VENV/bin/python" -m serverless_retry_tools.aws_tier --gate-only "$@" || gate=$?
+  if [ "$gate" -eq 10 ]; then
+    return 0
+  elif [ "$gate" -ne 0 ]; then
+    return "$gate"
+  fi
+  package_zips
+  if ! command -v terraform >/dev/null 2>&1; then
+    echo "test-aws needs terraform on PATH: https://developer.hashicorp.com/terraform/install" >&2
+    exit 2
+  fi
+  "$VENV/bin/python" -m serverless_retry_tools.aws_tier "$@"
+}
+
 cmd_release() {
   ensure_venv
   log "building the release into dist/"
@@ -246,6 +272,7 @@ case "${1:-}" in
   test) shift; cmd_test "$@" ;;
   demo) shift; cmd_demo "$@" ;;
   bench) shift; cmd_bench "$@" ;;
+  test-aws) shift; cmd_test_aws "$@" ;;
   release) shift; cmd_release "$@" ;;
-  *) echo "usage: $0 {package|test|demo|bench|release} [args]" >&2; exit 2 ;;
+  *) echo "usage: $0 {package|test|test-aws|demo|bench|release} [args]" >&2; exit 2 ;;
 esac
