@@ -35,7 +35,6 @@ Powertools for logging, metrics and (optionally) the processor's idempotency.
 from __future__ import annotations
 
 import logging
-import math
 import random
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,9 +46,11 @@ from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
+from serverless_retry.batch_state import BatchState, short_error
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ENV_CLAIMS_TABLE, ConsumerSettings, QueueTargets
 from serverless_retry.delivery import (
+    CallKind,
     Delivery,
     Outgoing,
     ScheduledRetry,
@@ -58,7 +59,6 @@ from serverless_retry.delivery import (
     final_message,
 )
 from serverless_retry.envelope import (
-    ENVELOPE_KEY,
     MAX_ATTEMPT,
     Incoming,
     Outcome,
@@ -66,10 +66,14 @@ from serverless_retry.envelope import (
     attributes_from_record,
     fits,
     schedule_name,
-    unwrap,
     waiting_copy,
 )
 from serverless_retry.errors import ConfigError, EventShapeError, KeyUnavailable, UnhandledRecordError
+from serverless_retry.idempotent_processor import (
+    IdempotentProcessor,
+    InProgressElsewhere,
+    idempotent_processor,
+)
 from serverless_retry.message import (
     Exhausted,
     ExhaustedHook,
@@ -80,29 +84,31 @@ from serverless_retry.message import (
 )
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import (
-    DUE_SKEW_MARGIN_SECONDS,
+    Copy,
     Final,
     InPlace,
     QueueFacts,
     RecordFacts,
     Step,
-    decision_time,
     expiry_problem,
     hop_limit,
     latest_due,
     plan_failure,
 )
 from serverless_retry.planning import arrival as copy_arrival
-from serverless_retry.policy import Decision, RetryPolicy
+from serverless_retry.policy import RetryPolicy
+from serverless_retry.record_reader import ReadRecord, first_delivery_of, group_of, read, read_message
 from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
+from serverless_retry.verdicts import GO, HAND_BACK, Hide, Verdict, WaitUntil
 
 if TYPE_CHECKING:
+    from serverless_retry.admission import Admission
     from serverless_retry.claims import ClaimStore
     from serverless_retry.retry_log import RetryLogGroup
     from serverless_retry.signing import EnvelopeSigner
 
-# serverless_retry.claims is imported where a claims table is in use (from_settings, or the store
-# passed in): a consumer without one never runs it.
+# serverless_retry.admission (and claims) is imported where a claims table is in use (_admission):
+# a consumer without one never runs it.
 
 __all__ = [
     "RETRIES_PLANNED",
@@ -118,13 +124,7 @@ __all__ = [
 ]
 
 TRACEBACK_FRAMES = 8
-# While the claims table does not answer, a copy waits this long between tries, unprocessed, as a new
-# SQS message (hidden in place, doubling on each receive, only when it cannot grow by the claimant).
-CLAIM_WAIT_SECONDS = 120
-CLAIM_WAIT_MAX_SECONDS = 900
-_MAX_VISIBILITY_SECONDS = 43_200
 TRACEBACK_CHARS = 2_000
-LOG_ERROR_CHARS = 256
 # The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
 # messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
 # of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
@@ -154,71 +154,6 @@ class BatchResult:
         return {"batchItemFailures": [{"itemIdentifier": i} for i in self.failed_ids]}
 
 
-class _Plan:
-    """The AWS calls a batch needs, gathered while records are processed and made together after.
-    (A plain class: made only for a batch that needs a call, and a dataclass costs ~0.5 ms to define
-    at cold start.)"""
-
-    __slots__ = (
-        "claimed",
-        "delayed",
-        "exhausted",
-        "failed",
-        "holds",
-        "labels",
-        "outcomes",
-        "repeat",
-        "retried",
-        "retries",
-        "retry_groups",
-        "scheduled",
-        "unidentified",
-        "visibility",
-    )
-
-    def __init__(self) -> None:
-        self.delayed: list[Outgoing] = []
-        self.scheduled: list[ScheduledRetry] = []
-        self.visibility: list[VisibilityChange] = []
-        self.exhausted: list[Outgoing] = []
-        self.outcomes: dict[str, Outcome] = {}  # exhausted-queue key → outcome
-        self.labels: dict[str, str] = {}  # key → what its call does, for the metrics
-        self.failed: set[str] = set()  # records the queue must redeliver
-        self.claimed: dict[str, tuple[str, int, int]] = {}  # key → (id, attempt, receives)
-        self.repeat: dict[str, int] = {}  # in place: key → the attempt to repeat
-        self.holds: dict[str, int] = {}  # in place: key → receives spent held back
-        self.unidentified: list[str] = []  # keys of records without a messageId
-        self.retries: list[RetryLogGroup] = []  # every retry decided, for the batch's log line
-        self.retry_groups: dict[tuple[str, str, int, str | None], RetryLogGroup] = {}
-        self.retried = 0
-
-    def log_retry(
-        self, message_id: str, retry_id: str, attempt: int, error: BaseException, decision: Decision
-    ) -> None:
-        error_type = type(error).__name__
-        text = _error_text(error)
-        key = (error_type, text, attempt, decision.transport)
-        group = self.retry_groups.get(key)
-        if group is None:
-            group = self.retry_groups[key] = {
-                "error_type": error_type,
-                "error": text,
-                "attempt": attempt,
-                "transport": decision.transport,
-                "delays": {},
-            }
-            self.retries.append(group)
-        group["delays"][message_id] = decision.delay_seconds
-        if retry_id != message_id:
-            group.setdefault("retry_ids", {})[message_id] = retry_id
-        self.retried += 1
-
-
-class _InProgressElsewhere(Exception):
-    """Another invocation is processing this very message right now (Powertools idempotency said so):
-    hand the record back, unprocessed; it returns after the visibility timeout."""
-
-
 def short_traceback(error: BaseException) -> str:
     """The last frames of the error's traceback, bounded in size (the tail is the informative part)."""
     try:
@@ -226,19 +161,8 @@ def short_traceback(error: BaseException) -> str:
             traceback.format_exception(type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES)
         )
     except Exception:  # an exception object hostile enough to break formatting
-        text = f"{_type_name(error)}: <traceback unavailable>"
+        text = f"{type(error).__name__}: <traceback unavailable>"
     return text[-TRACEBACK_CHARS:]
-
-
-def _type_name(error: BaseException) -> str:
-    return type(error).__name__
-
-
-def _error_text(error: BaseException) -> str:
-    try:
-        return str(error)[:LOG_ERROR_CHARS]
-    except Exception:  # a __str__ that raises must not stop the record from being retried
-        return f"<unprintable {_type_name(error)}>"
 
 
 def _describe_event(event: Mapping[str, Any]) -> str:
@@ -275,6 +199,20 @@ def sqs_records(event: object) -> Sequence[Mapping[str, Any]]:
     return records
 
 
+def _require_claims_in_place(targets: QueueTargets, claims: ClaimStore | None) -> None:
+    if targets.in_place and claims is None:
+        # SQS counts every receive, and a record held back behind its group's failed message is
+        # received once per failure: only a store can tell those receives from its own attempts
+        # (without one, an innocent record is charged them, exhausted or dead-lettered unrun).
+        raise ConfigError(
+            ENV_CLAIMS_TABLE,
+            "a FIFO source with fifo_order 'ordered' retries in place and needs a claims table to "
+            "count the receives a record spends held back behind its group (else they count as its "
+            "attempts): give it one (ConsumerSettings.claims_table, SERVERLESS_RETRY_CLAIMS_TABLE, "
+            "or claims=; the modules make one by default), or set fifo_order to 'unordered'",
+        )
+
+
 class RetryingConsumer:
     """Calls ``processor(Message)`` for each record of an SQS event and retries failures per ``policy``.
 
@@ -285,6 +223,10 @@ class RetryingConsumer:
     ``on_exhausted(message, error, Exhausted)`` is called for each message whose final copy is planned
     for the retry-exhausted queue, before it is sent; if it raises, the error is logged and the copy
     is sent anyway.
+
+    One batch: each record is read (``record_reader``), admitted (``admission``: the claims' verdict),
+    run, and its failure decided (``planning``) into the batch's state (``batch_state``), whose calls
+    are delivered after the loop; the response names the records handed back.
     """
 
     def __init__(
@@ -317,21 +259,10 @@ class RetryingConsumer:
         self.logger = logger or make_logger()
         self.metrics = metrics or ConsumerMetrics()
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
-        if targets.in_place and claims is None:
-            # SQS counts every receive, and a record held back behind its group's failed message is
-            # received once per failure: only a store can tell those receives from its own attempts
-            # (without one, an innocent record is charged them, exhausted or dead-lettered unrun).
-            raise ConfigError(
-                ENV_CLAIMS_TABLE,
-                "a FIFO source with fifo_order 'ordered' retries in place and needs a claims table to "
-                "count the receives a record spends held back behind its group (else they count as its "
-                "attempts): give it one (ConsumerSettings.claims_table, SERVERLESS_RETRY_CLAIMS_TABLE, "
-                "or claims=; the modules make one by default), or set fifo_order to 'unordered'",
-            )
-        self.claims = claims
+        _require_claims_in_place(targets, claims)
+        self.claims = claims  # (tests may set it later: the admission follows it)
         self.delivery.resend_after_timeout = claims is not None
-        self._signing: tuple[ClaimStore, EnvelopeSigner] | None = None  # see _signer
-        self._lease: int | None = None  # claims.lease_seconds of the source's visibility timeout
+        self._admitting: Admission | None = None  # see _admission
         self._in_place = targets.in_place or policy.transport == "visibility"
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
         self._fifo = targets.source_is_fifo
@@ -420,231 +351,417 @@ class RetryingConsumer:
         if retries:
             self.logger.info(RETRIES_PLANNED, extra={"retries": retries, "count": retried})
 
-    # -- the batch --------------------------------------------------------------------------------------
-    def process_batch(self, records: Iterable[Mapping[str, Any]]) -> BatchResult:
-        if type(records) is not list and not isinstance(records, Sequence):
-            records = list(records)
-        plan: _Plan | None = None  # made on the first record that needs a call: most batches need none
-        counts = BatchCounts()
-        processed = 0
-        processor = self.processor
-        in_place = self._in_place
-        ordered = self._ordered
-        source = self._source
-        plain = not ordered and self.claims is None  # then only the source and the body decide
-        blocked: dict[str, datetime | None] = {}  # FIFO ordered: group → when its failed record returns
-        # The hot path (an original message from our queue that succeeds) builds the Message directly
-        # and never parses the body: only a body that could spell the envelope key, literally or via a
-        # \u escape, can be an envelope. Everything else takes the full path, _record().
-        for record in records:
-            try:
-                message_id: str = record["messageId"]
-                body: str = record["body"]
-                fast = (
-                    type(body) is str
-                    and type(message_id) is str
-                    and message_id != ""
-                    and record.get("eventSourceARN") == source
-                    and ENVELOPE_KEY not in body
-                    and "\\u" not in body
-                    and (plain or (not ordered and _receive_count(record) == 1))
-                )
-            except Exception:
-                fast = False
-            if not fast:
-                plan = plan or _Plan()
-                processed += self._record(plan, counts, record, blocked)
-                continue
-            message = first_delivery(
-                message_id, body, record, source, _receive_count(record) if in_place else 1
-            )
-            try:
-                processor(message)
-            except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
-                plan = plan or _Plan()
-                self._failed(
-                    plan, counts, record, message, facts=None, incoming=None, error=error, blocked=blocked
-                )
-            else:
-                processed += 1
-        counts.processed = processed
-        if plan is None:
-            return BatchResult([], counts)
-        self._deliver(plan, counts)
-        if plan.unidentified:
-            try:
-                self._unidentified_unsent(plan, records)
-            except BaseException:  # the invocation fails: the batch's metrics line never comes
-                self._log_retries(plan.retries, plan.retried)
-                raise
-        if plan.claimed:
-            self._finish_claims(plan)
-        return BatchResult(_in_record_order(records, plan.failed), counts, plan.retries, plan.retried)
-
-    def _record(
-        self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any], blocked: dict[str, datetime | None]
-    ) -> bool:
-        """One record the whole way: refusal, FIFO hold-back, envelopes, early copies, claims, the
-        processor, and the plan of its failure. True when the processor succeeded."""
-        in_place = self._in_place
-        ordered = self._ordered
-        source = self._source
-        group: str | None = None
-        facts: RecordFacts | None = None
-        incoming: Incoming | None = None
-        problem = record_problem(record)
-        if problem is not None:
-            self._unhandled(plan, record, problem, error=None, blocked=blocked)
-            return False
-        try:
-            message_id: str = record["messageId"]
-            body: str = record["body"]
-            if record.get("eventSourceARN") != source:
-                self._refuse(plan, counts, record)
-                return False
-            if ordered:
-                group = _group_of(record)
-                if group in blocked:
-                    self._hold_back(plan, record, blocked[group])
-                    return False
-            if ENVELOPE_KEY in body or "\\u" in body:
-                facts = RecordFacts.of(record)
-                incoming = self._unwrap(plan, counts, record, facts)
-                if incoming is None:  # its signature cannot be checked yet (the table does not answer)
-                    if group is not None:
-                        blocked[group] = None
-                    return False
-                if incoming.kind == "invalid":
-                    self._plan_final(
-                        plan,
-                        record,
-                        incoming,
-                        "invalid-envelope",
-                        error=None,
-                        reason=incoming.problem or "invalid",
-                        now=decision_time(facts, self.clock.now(), in_place=in_place),
-                    )
-                    if group is not None:
-                        blocked[group] = None
-                    return False
-                if incoming.kind == "envelope" and not self._due(plan, counts, record, facts, incoming):
-                    if group is not None:
-                        blocked[group] = None
-                    return False
-                if incoming.kind == "envelope" and in_place and facts.receive_count > 1:
-                    # In place, every receive that ran the processor is an attempt: a copy's attempt
-                    # counts on from its own (receives spent held back are not attempts).
-                    spent = facts.receive_count - 1 - plan.holds.get(message_id, 0)
-                    attempt = min(MAX_ATTEMPT, incoming.context.attempt + max(0, spent))
-                    incoming = incoming._replace(context=replace(incoming.context, attempt=attempt))
-                if message_id in plan.repeat:
-                    repeat = plan.repeat[message_id]
-                    incoming = incoming._replace(context=replace(incoming.context, attempt=repeat))
-                message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
-            else:
-                receive_count = _receive_count(record)
-                if (
-                    self.claims is not None
-                    and receive_count > 1
-                    and not self._take(plan, counts, record, message_id, 0 if in_place else 1)
-                ):
-                    if group is not None and message_id in plan.failed:
-                        blocked[group] = None  # it goes back unclaimed: the rest of its group waits
-                    return False  # a redelivery whose handling already finished, or goes back
-                if in_place:  # receives spent held back behind its group are not attempts
-                    ran = max(1, receive_count - plan.holds.get(message_id, 0))
-                    attempt = plan.repeat.get(message_id, ran)
-                else:
-                    attempt = 1
-                message = first_delivery(message_id, body, record, source, attempt)
-        except Exception as exc:  # a record we cannot read, or a bug of ours: kept with the reason
-            self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
-            reason = (
-                f"unhandled record: the consumer could not prepare it ({_type_name(exc)}: {_error_text(exc)})"
-            )
-            self._unhandled(plan, record, reason, error=exc, blocked=blocked)
-            return False
-        try:
-            self.processor(message)
-        except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
-            self._failed(
-                plan, counts, record, message, facts=facts, incoming=incoming, error=error, blocked=blocked
-            )
-            return False
-        return True
-
     @property
-    def _signer(self) -> EnvelopeSigner | None:
-        """With the claims table every envelope we write is signed, and one we did not write is a chain
-        apart (signing module): a producer cannot name another message's chain. The key is read
-        from the table on first use, and kept (per store: tests may set ``claims`` later)."""
+    def _admission(self) -> Admission | None:
+        """The claims' side, for the store in use (one per store; the lease read once carries over)."""
         claims = self.claims
         if claims is None:
             return None
-        if self._signing is None or self._signing[0] is not claims:
-            from serverless_retry.signing import EnvelopeSigner
+        current = self._admitting
+        if current is None or current.claims is not claims:
+            from serverless_retry.admission import Admission
 
-            self._signing = (claims, EnvelopeSigner(claims.signing_key))
-        return self._signing[1]
+            lease = current.lease if current is not None else None
+            current = self._admitting = Admission(
+                claims,
+                self.targets,
+                self.clients,
+                self.logger,
+                self.clock,
+                in_place=self._in_place,
+                lease=lease,
+            )
+        return current
 
-    def _unwrap(
-        self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any], facts: RecordFacts
-    ) -> Incoming | None:
-        """The record's body classified (``envelope.unwrap``), its signature checked with the claims
-        table; None when the key cannot be read: the copy then waits as for a claims-table outage."""
-        message_id: str = record["messageId"]
-        now = self.clock.now()
-        arguments: dict[str, Any] = {
-            "message_id": message_id,
-            "source": self._source,
-            "receive_count": facts.receive_count if self._in_place else 1,
-            "latest_due": self._latest_due(now),
-        }
-        attributes = attributes_from_record(record.get("messageAttributes") or {})
-        try:
-            incoming = unwrap(record["body"], attributes, signer=self._signer, **arguments)
-        except KeyUnavailable:
-            incoming = unwrap(record["body"], attributes, **arguments)
-            if incoming.kind != "envelope":
-                return incoming  # an invalid envelope needs no key: it goes to the exhausted queue
-            counts.claims_unavailable += 1
-            log = {"message_id": message_id, "retry_id": incoming.context.id}
-            if self._in_place:
-                self.logger.exception("could not read the signing key; the message waits hidden", extra=log)
-                self._hide(plan, record, CLAIM_WAIT_SECONDS, facts.receive_count)
+    @property
+    def _signer(self) -> EnvelopeSigner | None:
+        admission = self._admission
+        return admission.signer if admission is not None else None
+
+    # -- the batch: read → admit → run → decide, then deliver → respond ------------------------------------
+    def process_batch(self, records: Iterable[Mapping[str, Any]]) -> BatchResult:
+        if type(records) is not list and not isinstance(records, Sequence):
+            records = list(records)
+        state: BatchState | None = None  # made on the first record that needs a call: most need none
+        processed = 0
+        processor, source, in_place = self.processor, self._source, self._in_place
+        plain = not self._ordered and self.claims is None  # then only the source and the body decide
+        first_only = not self._ordered
+        for record in records:
+            # The hot path: an original message from our queue, its Message built without parsing.
+            message = first_delivery_of(record, source, plain, first_only, in_place)
+            if message is None:
+                state = state or self._prepare()
+                processed += self._process_record(record, state)
+                continue
+            try:
+                processor(message)
+            except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
+                state = state or self._prepare()
+                self._failed(state, message, None, error)
             else:
-                self.logger.exception(
-                    "could not read the signing key; the copy waits and tries again", extra=log
-                )
-                context = incoming.context
-                self._wait_for_claims(
-                    plan, record, facts=facts, incoming=incoming, retry_id=context.id, now=now
-                )
+                processed += 1
+        if state is None:
+            return BatchResult([], BatchCounts(processed=processed))
+        state.counts.processed = processed
+        return self._respond(records, state)
+
+    def _prepare(self) -> BatchState:
+        return BatchState(BatchCounts(), ordered=self._ordered)
+
+    def _respond(self, records: Sequence[Mapping[str, Any]], state: BatchState) -> BatchResult:
+        state.deliver(self.delivery)
+        if state.unidentified:
+            try:
+                self._unidentified_unsent(state, records)
+            except BaseException:  # the invocation fails: the batch's metrics line never comes
+                self._log_retries(state.retries, state.retried)
+                raise
+        admission = self._admission
+        if state.claimed and admission is not None:
+            admission.finish(state)
+        return BatchResult(state.failed_in_order(records), state.counts, state.retries, state.retried)
+
+    def _process_record(self, record: Mapping[str, Any], state: BatchState) -> bool:
+        """One record the whole way: read, admitted, run, its failure decided. True on success."""
+        problem = record_problem(record)
+        if problem is not None:
+            self._unhandled(state, record, problem, error=None)
+            return False
+        try:
+            admitted = self._admit(read(record), state)
+        except Exception as exc:  # a record we cannot read, or a bug of ours: kept with the reason
+            self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
+            reason = f"unhandled record: the consumer could not prepare it ({type(exc).__name__}: {short_error(exc)})"
+            self._unhandled(state, record, reason, error=exc)
+            return False
+        if admitted is None:
+            return False
+        message, current = admitted
+        try:
+            self.processor(message)
+        except BaseException as error:  # e.g. CancelledError, SystemExit: this record only
+            self._failed(state, message, current, error)
+            return False
+        return True
+
+    # -- admit ----------------------------------------------------------------------------------------------
+    def _admit(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
+        """The record's Message when it is to run now; None when it was dealt with unrun."""
+        if current.source_arn != self._source:
+            self._refuse(state, current)
             return None
+        if state.blocks(current.group):  # FIFO ordered: its group's earlier record failed
+            self._hold_back(state, current)
+            return None
+        if current.could_be_envelope:
+            return self._admit_copy(current, state)
+        return self._admit_first(current, state)
+
+    def _admit_copy(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
+        current, verdict = self._unwrap(current, state)
+        incoming = current.incoming
+        assert incoming is not None
+        if verdict is None and incoming.kind == "invalid":
+            now = current.decided_at(self.clock.now(), in_place=self._in_place)
+            self._plan_final(
+                state, current, "invalid-envelope", error=None, reason=incoming.problem or "invalid", now=now
+            )
+            state.block(current.group)
+            return None
+        if verdict is None and incoming.kind == "envelope":
+            admission = self._admission
+            verdict = self._early(current) or (admission.admit_copy(current, state) if admission else None)
+        if verdict is not None and verdict is not GO:
+            self._act(current, state, verdict)
+            state.block(current.group)  # the rest of its group waits behind it
+            return None
+        message_id, context = current.message_id, incoming.context
+        if incoming.kind == "envelope" and self._in_place and current.receive_count > 1:
+            # In place, every receive that ran the processor is an attempt: a copy's attempt counts
+            # on from its own (receives spent held back are not attempts).
+            spent = current.receive_count - 1 - state.holds.get(message_id, 0)
+            context = replace(context, attempt=min(MAX_ATTEMPT, context.attempt + max(0, spent)))
+        if message_id in state.repeat:
+            context = replace(context, attempt=state.repeat[message_id])
+        incoming = incoming._replace(context=context)
+        message = Message(message_id, incoming.body, incoming.attributes, context, current.record)
+        return message, current._replace(incoming=incoming)
+
+    def _admit_first(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
+        message_id, receives = current.message_id, current.receive_count
+        admission = self._admission
+        if admission is not None and receives > 1:
+            verdict = admission.admit_first(current, state)
+            if verdict is not GO:
+                self._act(current, state, verdict)
+                if message_id in state.failed:
+                    state.block(current.group)  # it goes back unclaimed: the rest of its group waits
+                return None  # a redelivery whose handling already finished, or goes back
+        if self._in_place:  # receives spent held back behind its group are not attempts
+            attempt = state.repeat.get(message_id, max(1, receives - state.holds.get(message_id, 0)))
+        else:
+            attempt = 1
+        return first_delivery(message_id, current.body, current.record, self._source, attempt), current
+
+    def _unwrap(self, current: ReadRecord, state: BatchState) -> tuple[ReadRecord, Verdict | None]:
+        """The record's body classified (``envelope.unwrap``), its signature checked with the claims
+        table; with a verdict when the key cannot be read: the copy then waits as for an outage."""
+        now = self.clock.now()
+        receive_count = current.receive_count if self._in_place else 1
+        latest = self._latest_due(now)
+        admission = self._admission
+        signer = admission.signer if admission is not None else None
+        try:
+            incoming = current.unwrapped(
+                source=self._source, receive_count=receive_count, latest_due=latest, signer=signer
+            )
+        except KeyUnavailable:
+            incoming = current.unwrapped(source=self._source, receive_count=receive_count, latest_due=latest)
+            current = current._replace(incoming=incoming)
+            if incoming.kind != "envelope" or admission is None:
+                return current, None  # an invalid envelope needs no key: it goes to the exhausted queue
+            state.counts.claims_unavailable += 1
+            return current, admission.key_unavailable(current, now)
         if incoming.kind == "envelope" and incoming.problem is not None:
-            self.logger.warning(incoming.problem, extra={"message_id": message_id})
-        return incoming
+            self.logger.warning(incoming.problem, extra={"message_id": current.message_id})
+        return current._replace(incoming=incoming), None
 
     def _latest_due(self, now: datetime) -> datetime:
         """The latest due time a copy arriving at ``now`` can carry: what the policy could have planned
         (``planning.latest_due``), and with the claims table the protocol's own longest wait: a copy that
         met a live claim waits until that claim's lease ends plus the takeover grace."""
         due = latest_due(self.policy, now)
-        if self.claims is None:
+        admission = self._admission
+        if admission is None:
             return due
-        from serverless_retry.claims import TAKEOVER_GRACE_SECONDS
+        return max(due, now + timedelta(seconds=admission.longest_wait()))
 
-        waits = self._lease_seconds() + TAKEOVER_GRACE_SECONDS + 1 + DUE_SKEW_MARGIN_SECONDS
-        return max(due, now + timedelta(seconds=waits))
+    def _early(self, current: ReadRecord) -> Verdict | None:
+        """A copy that arrived before it is due waits again, unprocessed; None when it is due."""
+        incoming = current.incoming
+        assert incoming is not None
+        wait = copy_arrival(incoming, current.facts, self.queue, now=self.clock.now())
+        if wait is None:
+            return None
+        context = incoming.context
+        self.logger.info(
+            "copy arrived before it is due; it waits again, unprocessed",
+            extra={
+                "message_id": current.message_id,
+                "retry_id": context.id,
+                "attempt": context.attempt,
+                "due_at": wait.due_at.isoformat(),
+                "remaining_seconds": wait.remaining_seconds,
+            },
+        )
+        if wait.hide_seconds is not None:
+            return Hide(wait.hide_seconds)  # this very message is the copy: it must not be deleted
+        # Carried on as the same copy, naming this message: a claim it may hold (it claimed on an
+        # earlier receive, then came back early by another instance's clock) stays its own.
+        return WaitUntil(wait.due_at, "wait", named=self.claims is not None)
 
-    def _unhandled(
+    def _act(self, current: ReadRecord, state: BatchState, verdict: Verdict) -> None:
+        """What a verdict other than GO does with the record (ACKNOWLEDGE: nothing, it is deleted)."""
+        message_id = current.message_id
+        if isinstance(verdict, WaitUntil):
+            assert current.incoming is not None
+            body = current.body
+            if verdict.named:
+                carried = waiting_copy(body, claimant=message_id, due_at=verdict.until)
+                if fits(carried, self.targets.max_message_bytes):
+                    body = carried
+                elif verdict.hide_instead is not None:
+                    verdict = Hide(verdict.hide_instead)
+            if isinstance(verdict, WaitUntil):
+                retry_id = current.incoming.context.id
+                copy = self._hop(
+                    message_id,
+                    body,
+                    verdict.until,
+                    current.facts,
+                    retry_id=retry_id,
+                    tag=verdict.tag,
+                    kind=CallKind.WAIT,
+                )
+                state.delayed.append(copy)
+                return
+        if isinstance(verdict, Hide):
+            state.hide(
+                VisibilityChange(message_id, current.receipt_handle, verdict.seconds, kind=CallKind.WAIT)
+            )
+        elif verdict is HAND_BACK:
+            state.hand_back(message_id)
+
+    def _refuse(self, state: BatchState, current: ReadRecord) -> None:
+        self.logger.error(
+            "record refused: it comes from another queue than this consumer's; handed back unprocessed",
+            extra={
+                "message_id": current.message_id,
+                "event_source_arn": current.source_arn,
+                "configured_queue_arn": self._source,
+            },
+        )
+        state.counts.refused += 1
+        state.hand_back(current.message_id)
+
+    def _hold_back(self, state: BatchState, current: ReadRecord) -> None:
+        """FIFO ordered: a later record of a group whose earlier record failed in this batch."""
+        resumes = state.resumes(current.group)
+        if resumes is not None:
+            problem = expiry_problem(current.facts, self.targets.retention_seconds, resumes)
+            if problem is not None:
+                incoming = current.unwrapped(source=self._source, receive_count=current.receive_count)
+                reason = f"held back behind an earlier message of its group: {problem}"
+                now = self.clock.now()
+                self._plan_final(
+                    state,
+                    current._replace(incoming=incoming),
+                    "exhausted",
+                    error=None,
+                    reason=reason,
+                    now=now,
+                )
+                return
+        admission = self._admission
+        if admission is not None:
+            admission.count_hold(current.message_id)
+        # Visible again at once: the failed record, still hidden, holds the group, which then resumes
+        # with it. Left in flight, this record would hold the group for a whole visibility timeout.
+        state.hide(VisibilityChange(current.message_id, current.receipt_handle, 0, kind=CallKind.HELD_BACK))
+
+    # -- decide ---------------------------------------------------------------------------------------------
+    def _failed(
+        self, state: BatchState, message: Message, current: ReadRecord | None, error: BaseException
+    ) -> None:
+        """The processor failed on this record: plan what replaces it (or hand it back)."""
+        message_id = message.message_id
+        resumes: datetime | None = None
+        try:
+            if isinstance(error, InProgressElsewhere):
+                state.hand_back(message_id)
+            else:
+                if current is None:  # the hot path's: read now
+                    current = read_message(message)
+                elif current.incoming is None:  # its body holds neither the envelope key nor a \u escape
+                    current = current._replace(incoming=original_incoming(message))
+                # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
+                step = self._plan_failure(state, current, error)
+                if isinstance(step, InPlace):
+                    resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
+        except Exception:
+            problem = record_problem(message.record)
+            if problem is not None:  # (the fast path reads no more than it needs: a bad record shows here)
+                self._unhandled(state, message.record, problem, error=error)
+                return
+            self.logger.exception("could not plan the retry", extra={"message_id": message_id})
+            state.hand_back(message_id)
+        state.block(group_of(message.record), resumes)
+
+    def _plan_failure(self, state: BatchState, current: ReadRecord, error: BaseException) -> Step:
+        incoming = current.incoming
+        assert incoming is not None
+        now = current.decided_at(self.clock.now, in_place=self._in_place)
+        step = plan_failure(
+            self.policy,
+            self.queue,
+            current.facts,
+            incoming,
+            error,
+            now=now,
+            seed=self._seed,
+            signer=self._signer,
+        )
+        message_id, context = current.message_id, incoming.context
+        if isinstance(step, Final):
+            admission = self._admission
+            if (
+                self._in_place
+                and admission is not None
+                and not admission.mark_final(message_id, context.attempt)
+            ):
+                state.hand_back(message_id)
+                return step
+            self._plan_final(state, current, step.outcome, error=error, reason=step.reason, now=now)
+            return step
+        state.log_retry(message_id, context.id, context.attempt, error, step.decision)
+        if isinstance(step, InPlace):
+            due = now + timedelta(seconds=step.timeout_seconds)  # counted from the decision, not the call
+            state.visibility.append(
+                VisibilityChange(message_id, current.receipt_handle, step.timeout_seconds, due)
+            )
+            return step
+        self._queue_copy(state, current, step)
+        return step
+
+    def _queue_copy(self, state: BatchState, current: ReadRecord, step: Copy) -> None:
+        """A retry's copy: SQS-delayed, in delay hops, or through a one-time schedule."""
+        assert current.incoming is not None
+        message_id, facts, context = current.message_id, current.facts, current.incoming.context
+        next_attempt = context.attempt + 1
+        # (unpacked once: each NamedTuple field read by name costs an attribute lookup)
+        transport, delay_seconds, due_at, body, _ = step
+        if transport == "sqs-delay":
+            # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
+            # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
+            # then comes less than a second early at most, which counts as due).
+            # (Positional, through tuple.__new__: keywords cost a NamedTuple a third more per record.)
+            copy = (
+                message_id,
+                body,
+                _NO_ATTRIBUTES,
+                delay_seconds,
+                facts.group_id,
+                None,
+                due_at,
+                CallKind.DELAYED,
+            )
+            state.delayed.append(tuple.__new__(Outgoing, copy))
+            return
+        hops = self._hop(
+            message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt, kind=CallKind.HOPS
+        )
+        if transport == "sqs-hops":
+            state.delayed.append(hops)
+            return
+        state.scheduled.append(
+            ScheduledRetry(
+                key=message_id,
+                name=schedule_name(context.id, next_attempt),
+                due_at=due_at,
+                body=body,
+                group_id=(facts.group_id or context.id) if self._fifo else None,
+                description=f"serverless-retry attempt {next_attempt} of {context.id}",
+                hops=hops,
+            )
+        )
+
+    def _hop(
         self,
-        plan: _Plan,
-        record: object,
-        reason: str,
+        key: str,
+        body: str,
+        due_at: datetime,
+        facts: RecordFacts,
         *,
-        error: BaseException | None,
-        blocked: dict[str, datetime | None],
+        retry_id: str,
+        tag: object,
+        kind: CallKind,
+    ) -> Outgoing:
+        """A copy that waits in the source queue until ``due_at``: SQS delays of at most the hop limit
+        (re-delayed on arrival while early); on a FIFO queue (no per-message delay) it arrives at once
+        and is hidden there, with its group id and a deduplication id a redelivered record repeats.
+        On a standard queue it keeps the producer's MessageGroupId (a fair queue's tenant), if any."""
+        if self._fifo:
+            group = facts.group_id or retry_id
+            return Outgoing(
+                key, body, group_id=group, dedup_id=dedup_id(retry_id, tag, facts.message_id), kind=kind
+            )
+        limit = hop_limit(self.targets.retention_seconds)
+        return Outgoing(key, body, delay_seconds=limit, due_at=due_at, group_id=facts.group_id, kind=kind)
+
+    # -- final copies ---------------------------------------------------------------------------------------
+    def _unhandled(
+        self, state: BatchState, record: object, reason: str, *, error: BaseException | None
     ) -> None:
         """A record the consumer cannot handle: to the retry-exhausted queue with the reason (outcome
         invalid-envelope), its body (or the record itself) kept. If that send fails it is handed back
@@ -653,8 +770,8 @@ class RetryingConsumer:
         raw = raw_text(record)
         key = message_id
         if key is None:
-            key = f"<record without messageId #{len(plan.unidentified) + 1}>"
-            plan.unidentified.append(key)
+            key = f"<record without messageId #{len(state.unidentified) + 1}>"
+            state.unidentified.append(key)
         attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
         incoming = Incoming(
             kind="invalid",
@@ -664,33 +781,27 @@ class RetryingConsumer:
             meta=None,
             problem=reason,
         )
+        kept = ReadRecord(key, raw, RecordFacts(key), record if isinstance(record, Mapping) else {}, incoming)
         try:
             self._plan_final(
-                plan,
-                record if isinstance(record, Mapping) else {},
-                incoming,
-                "invalid-envelope",
-                error=error,
-                reason=reason,
-                now=self.clock.now(),
-                key=key,
+                state, kept, "invalid-envelope", error=error, reason=reason, now=self.clock.now()
             )
         except Exception:  # not even that: hand it back (by its id, when it has one)
             self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
-            plan.failed.add(key)
-        if self._ordered and message_id is not None:
-            blocked[_group_of(record)] = None  # the rest of its group waits behind it, as for any failure
+            state.hand_back(key)
+        if message_id is not None:
+            state.block(group_of(record))  # the rest of its group waits behind it, as for any failure
 
-    def _unidentified_unsent(self, plan: _Plan, records: Sequence[Mapping[str, Any]]) -> None:
+    def _unidentified_unsent(self, state: BatchState, records: Sequence[Mapping[str, Any]]) -> None:
         """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
         name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
         all. So fail the invocation only when that takes nothing else back - every other record goes
         back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
-        unsent = [key for key in plan.unidentified if key in plan.failed]
+        unsent = [key for key in state.unidentified if key in state.failed]
         if not unsent:
             return
         others = [i for i in (record_id(r) for r in records) if i is not None]
-        if all(i in plan.failed for i in others):
+        if all(i in state.failed for i in others):
             raise UnhandledRecordError(
                 f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
                 "failing the invocation returns only them and records already handed back"
@@ -701,542 +812,59 @@ class RetryingConsumer:
             extra={"records": len(unsent)},
         )
 
-    def _failed(
-        self,
-        plan: _Plan,
-        counts: BatchCounts,
-        record: Mapping[str, Any],
-        message: Message,
-        *,
-        facts: RecordFacts | None,
-        incoming: Incoming | None,
-        error: BaseException,
-        blocked: dict[str, datetime | None],
-    ) -> None:
-        """The processor failed on this record: plan what replaces it (or hand it back)."""
-        message_id = message.message_id
-        resumes: datetime | None = None
-        try:
-            if isinstance(error, _InProgressElsewhere):
-                plan.failed.add(message_id)
-            else:
-                if facts is None:
-                    facts = RecordFacts.of(record)
-                if incoming is None:  # its body holds neither the envelope key nor a \u escape
-                    incoming = original_incoming(message)
-                # A first delivery claims nothing: its copy's claim (or its own redelivery's) dedups.
-                step = self._plan_failure(plan, record, facts, incoming, error)
-                if isinstance(step, InPlace):
-                    resumes = self.clock.now() + timedelta(seconds=step.timeout_seconds)
-        except Exception:
-            problem = record_problem(record)
-            if problem is not None:  # (the fast path reads no more than it needs: a bad record shows here)
-                self._unhandled(plan, record, problem, error=error, blocked=blocked)
-                return
-            self.logger.exception("could not plan the retry", extra={"message_id": message_id})
-            plan.failed.add(message_id)
-        if self._ordered:
-            blocked[_group_of(record)] = resumes
-
-    def _finish_claims(self, plan: _Plan) -> None:
-        """Mark the claims of owners on a later receive whose next step happened (or that succeeded):
-        done when a copy carries the chain on, else ended. A claim made on a first receive stays as it
-        is: past its lease, an unredelivered first receive proves itself finished (``claims``)."""
-        assert self.claims is not None
-        from serverless_retry.claims import Finish
-
-        continued = {m.key for m in plan.delayed} | {r.key for r in plan.scheduled}
-        done = [
-            Finish(rid, attempt, key, ended=key not in continued)
-            for key, (rid, attempt, receives) in plan.claimed.items()
-            if receives > 1 and key not in plan.failed
-        ]
-        if not done:
-            return
-        try:
-            unmarked = self.claims.finish(done, now=self.clock.now())
-        except Exception:
-            self.logger.exception("could not mark claims done")
-            unmarked = {f.owner for f in done}
-        if unmarked:
-            # An owner on a later receive is acknowledged only once its claim says it finished: else,
-            # past its lease, it would look dead and another copy would take its attempt over. It
-            # comes back and runs once more (at least once); its copies' claims end any duplicate.
-            self.logger.error(
-                "could not mark claims done; their records go back to the queue",
-                extra={"message_ids": sorted(unmarked)},
-            )
-            plan.failed |= unmarked
-
-    # -- before processing --------------------------------------------------------------------------------
-    def _refuse(self, plan: _Plan, counts: BatchCounts, record: Mapping[str, Any]) -> None:
-        message_id = str(record.get("messageId", ""))
-        self.logger.error(
-            "record refused: it comes from another queue than this consumer's; handed back unprocessed",
-            extra={
-                "message_id": message_id,
-                "event_source_arn": record.get("eventSourceARN"),
-                "configured_queue_arn": self._source,
-            },
-        )
-        counts.refused += 1
-        plan.failed.add(message_id)
-
-    def _hold_back(self, plan: _Plan, record: Mapping[str, Any], resumes: datetime | None) -> None:
-        """FIFO ordered: a later record of a group whose earlier record failed in this batch."""
-        message_id: str = record["messageId"]
-        if resumes is not None:
-            facts = RecordFacts.of(record)
-            problem = expiry_problem(facts, self.targets.retention_seconds, resumes)
-            if problem is not None:
-                incoming = unwrap(
-                    record["body"],
-                    attributes_from_record(record.get("messageAttributes") or {}),
-                    message_id=message_id,
-                    source=self._source,
-                    receive_count=facts.receive_count,
-                )
-                reason = f"held back behind an earlier message of its group: {problem}"
-                self._plan_final(
-                    plan, record, incoming, "exhausted", error=None, reason=reason, now=self.clock.now()
-                )
-                return
-        if self.claims is not None:
-            # This receive is not an attempt: counted, so that the record's own budget stays whole.
-            try:
-                self.claims.add_hold(message_id, now=self.clock.now())
-            except Exception:
-                self.logger.exception(
-                    "could not count a held-back receive; it will count as an attempt",
-                    extra={"message_id": message_id},
-                )
-        # Visible again at once: the failed record, still hidden, holds the group, which then resumes
-        # with it. Left in flight, this record would hold the group for a whole visibility timeout.
-        plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], 0))
-        plan.labels[message_id] = "held-back"
-        plan.failed.add(message_id)
-
-    def _due(
-        self,
-        plan: _Plan,
-        counts: BatchCounts,
-        record: Mapping[str, Any],
-        facts: RecordFacts,
-        incoming: Incoming,
-    ) -> bool:
-        """Whether an envelope copy is to be processed now: due, and (with claims) not a duplicate."""
-        wait = copy_arrival(incoming, facts, self.queue, now=self.clock.now())
-        message_id: str = record["messageId"]
-        context = incoming.context
-        if wait is not None:
-            plan.labels[message_id] = "wait"
-            if wait.hide_seconds is not None:
-                plan.visibility.append(
-                    VisibilityChange(message_id, record["receiptHandle"], wait.hide_seconds)
-                )
-                plan.failed.add(message_id)  # this very message is the copy: it must not be deleted
-            else:
-                # Carried on as the same copy, naming this message: a claim it may hold (it claimed on an
-                # earlier receive, then came back early by another instance's clock) stays its own.
-                body = record["body"]
-                if self.claims is not None:
-                    carried = waiting_copy(body, claimant=message_id, due_at=wait.due_at)
-                    body = carried if fits(carried, self.targets.max_message_bytes) else body
-                plan.delayed.append(
-                    self._hop(message_id, body, wait.due_at, facts, retry_id=context.id, tag="wait")
-                )
-            self.logger.info(
-                "copy arrived before it is due; it waits again, unprocessed",
-                extra={
-                    "message_id": message_id,
-                    "retry_id": context.id,
-                    "attempt": context.attempt,
-                    "due_at": wait.due_at.isoformat(),
-                    "remaining_seconds": wait.remaining_seconds,
-                },
-            )
-            return False
-        if self.claims is None or (self._in_place and facts.receive_count == 1):
-            return True
-        return self._take(
-            plan, counts, record, *self._claim_key(message_id, incoming), facts=facts, incoming=incoming
-        )
-
-    def _claim_key(self, message_id: str, incoming: Incoming) -> tuple[str, int]:
-        """A copy claims (id, attempt); in place, where the message itself is the chain and every
-        receive an attempt, the message claims (its SQS message id, 0)."""
-        if self._in_place:
-            return message_id, 0
-        return incoming.context.id, incoming.context.attempt
-
-    def _take(
-        self,
-        plan: _Plan,
-        counts: BatchCounts,
-        record: Mapping[str, Any],
-        retry_id: str,
-        attempt: int,
-        *,
-        facts: RecordFacts | None = None,
-        incoming: Incoming | None = None,
-    ) -> bool:
-        """Claim the chain's attempt for this record's SQS message: True to go on with it. ``facts``
-        and ``incoming`` given: the record is a copy, which may wait (unprocessed) while it cannot be
-        judged yet."""
-        assert self.claims is not None
-        message_id: str = record["messageId"]
-        receives = _receive_count(record)
-        log = {"message_id": message_id, "retry_id": retry_id, "attempt": attempt, "receives": receives}
-        now = self.clock.now()
-        meta = incoming.meta if incoming is not None else None
-        predecessors: list[str] = meta.get("claimants", []) if meta is not None else []
-        generation = incoming.context.generation if incoming is not None and not self._in_place else 0
-        try:
-            claim = self.claims.claim(
-                retry_id,
-                attempt,
-                message_id,
-                receives=receives,
-                now=now,
-                lease_seconds=self._lease_seconds(),
-                predecessors=predecessors,
-                generation=generation,
-            )
-        except Exception:
-            counts.claims_unavailable += 1
-            if facts is not None and incoming is not None and not self._in_place:
-                # A duplicate copy could run beside it: the copy waits, unprocessed, until the table
-                # answers, as a new message that names this one, whose claim may have been written.
-                self.logger.exception(
-                    "could not claim the attempt; the copy waits and tries again", extra=log
-                )
-                self._wait_for_claims(
-                    plan, record, facts=facts, incoming=incoming, retry_id=retry_id, now=now
-                )
-                return False
-            if self._in_place:
-                # The claim holds what the message decided last (a final decision to repeat), so it
-                # does not run without it: hidden, unprocessed, its group waiting behind it, a little
-                # longer on each receive (each counts as an attempt: the stated bound).
-                self.logger.exception("could not claim the attempt; the message waits hidden", extra=log)
-                self._hide(plan, record, CLAIM_WAIT_SECONDS, receives)
-                return False
-            # A redelivered first message runs unclaimed, as it would without the table: at least once.
-            # Its copies still claim when the table is back.
-            self.logger.exception("could not claim the attempt; the record runs unclaimed", extra=log)
-            return True
-        if claim.result == "owned":
-            plan.claimed[message_id] = (retry_id, attempt, receives)
-            if claim.final_attempt is not None:
-                plan.repeat[message_id] = claim.final_attempt
-            if claim.holds:
-                plan.holds[message_id] = claim.holds
-            return True
-        if claim.result == "busy":
-            until = datetime.fromtimestamp((claim.lease_until or 0) + 1, now.tzinfo)
-            self.logger.info(
-                "another copy holds this attempt and may still be running; this one waits, unprocessed",
-                extra={**log, "until": until.isoformat()},
-            )
-            if facts is not None and not self._in_place:
-                self._wait(plan, record, facts, retry_id, until)
-            else:
-                plan.failed.add(message_id)
-            return False
-        counts.duplicates += 1
-        if claim.result == "done":
-            self.logger.info(
-                "redelivered record already handled (its next step exists); acknowledged", extra=log
-            )
-        else:
-            self.logger.warning(
-                "duplicate copy: this attempt finished in another copy; its chain ends here", extra=log
-            )
-        return False
-
-    def _wait(
-        self, plan: _Plan, record: Mapping[str, Any], facts: RecordFacts, retry_id: str, until: datetime
-    ) -> None:
-        """A copy that another live copy's claim holds waits until ``until``, unprocessed: a new delayed
-        copy (this record is then acknowledged; it owns nothing), or on a FIFO queue this very message
-        hidden (its receives grow, so the hide doubles on each receive)."""
-        message_id: str = record["messageId"]
-        if self._fifo:
-            seconds = max(1, math.ceil((until - self.clock.now()).total_seconds()))
-            self._hide(plan, record, seconds, facts.receive_count)
-            return
-        plan.labels[message_id] = "wait"
-        # Carried on as the same copy: its ids so far name it (it owns no claim, so none is taken).
-        body = waiting_copy(record["body"], claimant=message_id, due_at=until)
-        if not fits(body, self.targets.max_message_bytes):
-            body = record["body"]
-        plan.delayed.append(self._hop(message_id, body, until, facts, retry_id=retry_id, tag="wait"))
-
-    def _wait_for_claims(
-        self,
-        plan: _Plan,
-        record: Mapping[str, Any],
-        *,
-        facts: RecordFacts,
-        incoming: Incoming,
-        retry_id: str,
-        now: datetime,
-    ) -> None:
-        """The claims table did not answer: this copy goes on as a new SQS message that names this
-        record's message id among its claimants (a claim written for it, answer lost, is then the new
-        message's own), and this record is acknowledged. So a long outage spends no receives: nothing
-        goes to the DLQ for it. The wait doubles with each carrier, from CLAIM_WAIT_SECONDS to an SQS
-        delay's 900 s (well inside the takeover grace). Hidden in place only when the longer body would
-        not fit the queue."""
-        message_id: str = record["messageId"]
-        plan.labels[message_id] = "wait"
-        carriers = len(incoming.meta.get("claimants", [])) if incoming.meta is not None else 0
-        wait = min(CLAIM_WAIT_MAX_SECONDS, CLAIM_WAIT_SECONDS * 2 ** min(8, carriers))
-        due = now + timedelta(seconds=wait)
-        body = waiting_copy(record["body"], claimant=message_id, due_at=due)
-        if fits(body, self.targets.max_message_bytes):
-            plan.delayed.append(self._hop(message_id, body, due, facts, retry_id=retry_id, tag="claims"))
-            return
-        self._hide(plan, record, CLAIM_WAIT_SECONDS, facts.receive_count)
-
-    @staticmethod
-    def _hide(plan: _Plan, record: Mapping[str, Any], seconds: int, receives: int) -> None:
-        """This very message waits, hidden and unprocessed, handed back: ``seconds`` on its first
-        receive, twice as long on each later one (each receive it spends brings the DLQ nearer)."""
-        message_id: str = record["messageId"]
-        plan.labels[message_id] = "wait"
-        wait = min(_MAX_VISIBILITY_SECONDS, seconds * 2 ** min(8, max(0, receives - 1)))
-        plan.visibility.append(VisibilityChange(message_id, record["receiptHandle"], wait))
-        plan.failed.add(message_id)
-
-    def _lease_seconds(self) -> int:
-        from serverless_retry.claims import lease_seconds
-
-        if self._lease is None:
-            visibility = self.targets.visibility_timeout_seconds
-            if visibility is None:
-                try:
-                    attributes = self.clients.sqs.get_queue_attributes(
-                        QueueUrl=self.targets.queue_url, AttributeNames=["VisibilityTimeout"]
-                    )["Attributes"]
-                    visibility = int(attributes["VisibilityTimeout"])
-                except Exception:  # the longest timeout SQS allows: slow to take over, never wrong
-                    self.logger.exception("could not read the queue's visibility timeout")
-                    return lease_seconds(_MAX_VISIBILITY_SECONDS)
-            self._lease = lease_seconds(visibility)
-        return self._lease
-
-    # -- planning -----------------------------------------------------------------------------------------
-    def _plan_failure(
-        self,
-        plan: _Plan,
-        record: Mapping[str, Any],
-        facts: RecordFacts,
-        incoming: Incoming,
-        error: BaseException,
-    ) -> Step:
-        now = decision_time(facts, self.clock.now, in_place=self._in_place, incoming=incoming)
-        step = plan_failure(
-            self.policy, self.queue, facts, incoming, error, now=now, seed=self._seed, signer=self._signer
-        )
-        message_id: str = record["messageId"]
-        context = incoming.context
-        if isinstance(step, Final):
-            if self._in_place and self.claims is not None:
-                # In place a redelivery is a new attempt: if this final copy's answer gets lost, the
-                # redelivery must repeat this attempt (and decide alike), not try a new one.
-                try:
-                    self.claims.mark_final(
-                        message_id, 0, message_id, final_attempt=context.attempt, now=self.clock.now()
-                    )
-                except Exception:
-                    self.logger.exception("could not record the final decision; the record goes back")
-                    plan.failed.add(message_id)
-                    return step
-            self._plan_final(plan, record, incoming, step.outcome, error=error, reason=step.reason, now=now)
-            return step
-        decision = step.decision
-        plan.log_retry(message_id, context.id, context.attempt, error, decision)
-        if isinstance(step, InPlace):
-            due = now + timedelta(seconds=step.timeout_seconds)  # counted from the decision, not the call
-            plan.visibility.append(
-                VisibilityChange(message_id, record["receiptHandle"], step.timeout_seconds, due)
-            )
-            plan.labels[message_id] = "visibility"
-            return step
-        next_attempt = context.attempt + 1
-        # (unpacked once: each NamedTuple field read by name costs an attribute lookup)
-        transport, delay_seconds, due_at, body, _ = step
-        if transport == "sqs-delay":
-            # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
-            # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
-            # then comes less than a second early at most, which counts as due).
-            # (Positional, through tuple.__new__: keywords cost a NamedTuple a third more per record.)
-            copy = (message_id, body, _NO_ATTRIBUTES, delay_seconds, facts.group_id, None, due_at)
-            plan.delayed.append(tuple.__new__(Outgoing, copy))
-            plan.labels[message_id] = "sqs-delay"
-        elif transport == "sqs-hops":
-            plan.delayed.append(
-                self._hop(message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt)
-            )
-            plan.labels[message_id] = "sqs-hops"
-        else:
-            plan.scheduled.append(
-                ScheduledRetry(
-                    key=message_id,
-                    name=schedule_name(context.id, next_attempt),
-                    due_at=due_at,
-                    body=body,
-                    group_id=(facts.group_id or context.id) if self._fifo else None,
-                    description=f"serverless-retry attempt {next_attempt} of {context.id}",
-                    hops=self._hop(message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt),
-                )
-            )
-        return step
-
-    def _hop(
-        self, key: str, body: str, due_at: datetime, facts: RecordFacts, *, retry_id: str, tag: object
-    ) -> Outgoing:
-        """A copy that waits in the source queue until ``due_at``: SQS delays of at most the hop limit
-        (re-delayed on arrival while early); on a FIFO queue (no per-message delay) it arrives at once
-        and is hidden there, with its group id and a deduplication id a redelivered record repeats.
-        On a standard queue it keeps the producer's MessageGroupId (a fair queue's tenant), if any."""
-        if self._fifo:
-            group = facts.group_id or retry_id
-            return Outgoing(key, body, group_id=group, dedup_id=dedup_id(retry_id, tag, facts.message_id))
-        limit = hop_limit(self.targets.retention_seconds)
-        return Outgoing(key, body, delay_seconds=limit, due_at=due_at, group_id=facts.group_id)
-
     def _plan_final(
         self,
-        plan: _Plan,
-        record: Mapping[str, Any],
-        incoming: Incoming,
+        state: BatchState,
+        current: ReadRecord,
         outcome: Outcome,
         *,
         error: BaseException | None,
         reason: str,
         now: datetime,
-        key: str | None = None,
     ) -> None:
+        incoming = current.incoming
+        assert incoming is not None
+        traceback_text = short_traceback(error) if error is not None else ""
         body, attributes, form = final_message(
-            incoming,
-            outcome,
-            now=now,
-            error=error,
-            reason=reason,
-            traceback_text=short_traceback(error) if error is not None else "",
-            max_bytes=self.targets.exhausted_max_message_bytes,
-            signer=self._signer,
-        )
-        message_id: str = key if key is not None else record["messageId"]
-        context = incoming.context
-        group = _group_of(record) or None  # a standard queue keeps the producer's (fair queue) group
+            incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
+            max_bytes=self.targets.exhausted_max_message_bytes, signer=self._signer,
+        )  # fmt: skip
+        message_id, context = current.message_id, incoming.context
+        group = group_of(current.record) or None  # a standard queue keeps the producer's (fair queue) group
         dedup = None
         if self.targets.exhausted_is_fifo:
             group = group or context.id
             dedup = dedup_id(context.id, context.attempt, outcome)
-        plan.exhausted.append(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup))
-        plan.outcomes[message_id] = outcome
+        state.final(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup), outcome)
         self.logger.warning(
             "message goes to the retry-exhausted queue",
             extra={
-                "message_id": message_id,
-                "retry_id": context.id,
-                "attempt": context.attempt,
-                "outcome": outcome,
-                "reason": reason,
-                "form": form,
-                "error_type": _type_name(error) if error is not None else None,
+                "message_id": message_id, "retry_id": context.id, "attempt": context.attempt,
+                "outcome": outcome, "reason": reason, "form": form,
+                "error_type": type(error).__name__ if error is not None else None,
             },
-        )
-        if self.on_exhausted is not None and message_id not in plan.repeat:
+        )  # fmt: skip
+        if self.on_exhausted is not None and message_id not in state.repeat:
             # Not on the repeat path: this record's final decision was recorded (and the hook called)
             # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
-            self._call_exhausted_hook(record, incoming, message_id, error, Exhausted(outcome, reason))
+            self._call_exhausted_hook(current, error, Exhausted(outcome, reason))
 
     def _call_exhausted_hook(
-        self,
-        record: Mapping[str, Any],
-        incoming: Incoming,
-        message_id: str,
-        error: BaseException | None,
-        exhausted: Exhausted,
+        self, current: ReadRecord, error: BaseException | None, exhausted: Exhausted
     ) -> None:
         assert self.on_exhausted is not None
+        assert current.incoming is not None
+        incoming = current.incoming
         try:
-            message = Message(message_id, incoming.body, incoming.attributes, incoming.context, record)
+            message = Message(
+                current.message_id, incoming.body, incoming.attributes, incoming.context, current.record
+            )
             self.on_exhausted(message, error, exhausted)
         except BaseException:  # the user's hook: whatever it raises, the final copy is still sent
             self.logger.exception(
                 "the on_exhausted hook failed; the message still goes to the retry-exhausted queue",
-                extra={"message_id": message_id, "retry_id": incoming.context.id},
+                extra={"message_id": current.message_id, "retry_id": incoming.context.id},
             )
-
-    # -- delivery -----------------------------------------------------------------------------------------
-    def _deliver(self, plan: _Plan, counts: BatchCounts) -> None:
-        delivery = self.delivery
-        failed = plan.failed
-        labels = plan.labels
-        if plan.scheduled:
-            not_scheduled, refused = delivery.schedule_all(plan.scheduled)
-            failed |= not_scheduled
-            counts.delivery_failed += len(not_scheduled)
-            refused_keys = {r.key for r in refused}
-            counts.retry_scheduled["scheduler"] += sum(
-                1 for r in plan.scheduled if r.key not in not_scheduled and r.key not in refused_keys
-            )
-            for retry in refused:
-                if retry.hops is None:
-                    failed.add(retry.key)
-                    counts.delivery_failed += 1
-                else:
-                    plan.delayed.append(retry.hops)
-                    labels[retry.key] = "fallback"
-        if plan.delayed:
-            not_sent = delivery.send_delayed(plan.delayed)
-            failed |= not_sent
-            counts.delivery_failed += len(not_sent)
-            for m in plan.delayed:
-                key = m.key
-                if key in not_sent:
-                    continue
-                label = labels.get(key, "sqs-delay")
-                if label == "wait":
-                    counts.redelayed += 1
-                elif label == "fallback":
-                    counts.scheduler_fallback += 1
-                    counts.retry_scheduled["sqs-hops"] += 1
-                else:
-                    counts.retry_scheduled[label] += 1
-        if plan.visibility:
-            not_changed = delivery.change_visibility(plan.visibility)
-            # Always batch item failures: these messages are themselves the retry (or wait), so they
-            # must not be deleted. A failed change only means the queue's own timeout applies.
-            for c in plan.visibility:
-                failed.add(c.key)
-                kind = labels.get(c.key)
-                if kind == "visibility":
-                    if c.key in not_changed:
-                        counts.delivery_failed += 1
-                    else:
-                        counts.retry_scheduled["visibility"] += 1
-                elif kind == "wait" and c.key not in not_changed:
-                    counts.redelayed += 1
-        if plan.exhausted:
-            not_sent = delivery.send_exhausted(plan.exhausted)
-            failed |= not_sent
-            counts.delivery_failed += len(not_sent)
-            for m in plan.exhausted:
-                if m.key in not_sent:
-                    continue
-                outcome = plan.outcomes[m.key]
-                if outcome == "non-retryable":
-                    counts.non_retryable += 1
-                elif outcome == "invalid-envelope":
-                    counts.invalid_envelope += 1
-                else:
-                    counts.exhausted += 1
 
 
 def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsumer:
@@ -1249,82 +877,3 @@ def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsu
     if settings.idempotency_table:
         processor = idempotent_processor(processor, settings.idempotency_table)
     return RetryingConsumer.from_settings(settings, processor)
-
-
-def _group_of(record: object) -> str:
-    if not isinstance(record, Mapping):
-        return ""
-    attributes = record.get("attributes")
-    group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
-    return str(group or "")
-
-
-def _receive_count(record: Mapping[str, Any]) -> int:
-    try:
-        return max(1, int(record["attributes"]["ApproximateReceiveCount"]))
-    except (KeyError, TypeError, ValueError):
-        return 1
-
-
-def _in_record_order(records: Sequence[Mapping[str, Any]], failed: set[str]) -> list[str]:
-    if not failed:
-        return []
-    out: list[str] = []
-    seen: set[str] = set()
-    for record in records:
-        message_id = record_id(record)  # never an empty itemIdentifier: it would fail the whole batch
-        if message_id is not None and message_id in failed and message_id not in seen:
-            seen.add(message_id)
-            out.append(message_id)
-    return out
-
-
-class IdempotentProcessor:
-    """Wraps a processor with Powertools idempotency keyed on ``RetryContext.id`` (the first delivery's
-    message id, the same across attempts): a message that already succeeded is not processed again
-    when SQS delivers it twice. A failed attempt leaves no record, so retries still run."""
-
-    def __init__(
-        self, processor: Processor, persistence_store: Any, *, expires_after_seconds: int = 86_400
-    ) -> None:
-        from aws_lambda_powertools.utilities.idempotency import (  # optional feature: imported on use
-            IdempotencyConfig,
-            idempotent_function,
-        )
-
-        from serverless_retry.async_processor import synchronous  # an async processor runs to completion
-
-        self._inner = synchronous(processor)
-        self.config = IdempotencyConfig(
-            event_key_jmespath="id",
-            raise_on_no_idempotency_key=True,
-            expires_after_seconds=expires_after_seconds,
-        )
-        self._guarded = idempotent_function(
-            self._run, data_keyword_argument="key", persistence_store=persistence_store, config=self.config
-        )
-
-    def _run(self, *, key: dict[str, str], message: Message) -> None:
-        self._inner(message)
-
-    def register_lambda_context(self, context: Any) -> None:
-        # Lets Powertools expire an in-progress record when this invocation times out.
-        self.config.register_lambda_context(context)
-
-    def __call__(self, message: Message) -> None:
-        from aws_lambda_powertools.utilities.idempotency.exceptions import (
-            IdempotencyAlreadyInProgressError,
-        )
-
-        try:
-            self._guarded(key={"id": message.retry.id}, message=message)
-        except IdempotencyAlreadyInProgressError as exc:
-            # Not a failure of the processor: retrying it would start a second chain.
-            raise _InProgressElsewhere(str(exc)) from exc
-
-
-def idempotent_processor(processor: Processor, table_name: str, **kwargs: Any) -> IdempotentProcessor:
-    """``processor`` made idempotent with a DynamoDB table (partition key ``id``)."""
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
-
-    return IdempotentProcessor(processor, DynamoDBPersistenceLayer(table_name=table_name), **kwargs)

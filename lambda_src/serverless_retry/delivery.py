@@ -12,6 +12,7 @@ import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEDULE_MIN_LEAD_SECONDS",
     "SCHEDULE_RETRY_POLICY",
+    "CallKind",
     "Delivery",
     "FinalForm",
     "Outgoing",
@@ -91,6 +93,20 @@ _NO_ATTRIBUTES: Mapping[str, MessageAttribute] = MappingProxyType({})
 # on every instance, on the path of every failed record.
 
 
+class CallKind(Enum):
+    """What a queued call does for its record: the batch's counts follow it once the call succeeded."""
+
+    DELAYED = "sqs-delay"  # a retry's SQS-delayed copy
+    HOPS = "sqs-hops"  # a retry waiting in delay hops
+    FALLBACK = "fallback"  # hops sent because the Scheduler refused the retry's schedule
+    IN_PLACE = "visibility"  # a retry of this very message, hidden until due
+    WAIT = "wait"  # a copy waiting again, unprocessed (early, a live claim, the claims table down)
+    HELD_BACK = "held-back"  # FIFO ordered: visible again behind its group's failed record
+    EXHAUSTED = "exhausted"  # a final copy: exhausted or too large to retry
+    NON_RETRYABLE = "non-retryable"  # a final copy of a non-retryable failure
+    INVALID = "invalid-envelope"  # a final copy of a record or envelope the consumer cannot handle
+
+
 class Outgoing(NamedTuple):
     """One SQS message to send; ``key`` is the record it stands for."""
 
@@ -106,6 +122,7 @@ class Outgoing(NamedTuple):
     # (rounded up to the second, so never early), at most ``delay_seconds``; a batch that ran long
     # does not make the copy late. FIFO targets take no per-message delay: they get none.
     due_at: datetime | None = None
+    kind: CallKind = CallKind.DELAYED
 
 
 class ScheduledRetry(NamedTuple):
@@ -130,6 +147,7 @@ class VisibilityChange(NamedTuple):
     # An in-place retry's due time: the timeout is then what is left of it when the call is made (the
     # rest of the batch ran since the decision), at most timeout_seconds, as send_delay does for copies.
     due_at: datetime | None = None
+    kind: CallKind = CallKind.IN_PLACE
 
 
 def dedup_id(*parts: object) -> str:
@@ -196,7 +214,7 @@ class Delivery:
         # Read at each call, retries included: the delay is what is left until due when SQS gets it.
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
-            _, body, attributes, _, group_id, dedup, _ = message  # (a field read by name costs a lookup)
+            _, body, attributes, _, group_id, dedup, _, _ = message  # (a field read by name costs a lookup)
             entry: SendMessageBatchRequestEntryTypeDef = {"Id": _ENTRY_IDS[i], "MessageBody": body}
             if not fifo:  # a FIFO queue refuses a per-message delay
                 delay = send_delay(message, now)

@@ -15,17 +15,23 @@ FLOORS = {
     **dict.fromkeys(
         [
             "errors", "clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message",
-            "records", "retry_log", "signing", "async_processor",
+            "records", "retry_log", "signing", "async_processor", "record_reader", "verdicts",
             "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
             "selfheal.config",
         ],
         CORE,
     ),
-    **dict.fromkeys(["aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function"], EDGE),
     **dict.fromkeys(
         [
-            "consumer", "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
+            "aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function",
+            "idempotent_processor", "batch_state",
+        ],
+        EDGE,
+    ),
+    **dict.fromkeys(
+        [
+            "consumer", "admission", "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
             "selfheal.reinvoke",
         ],
         ORCHESTRATION,

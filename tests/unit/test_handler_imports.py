@@ -57,14 +57,18 @@ CASES = {
         | {
             "serverless_retry.async_processor",  # wraps the processor (asyncio is imported only for an async one)
             "serverless_retry.config",
+            "serverless_retry.batch_state",
             "serverless_retry.consumer",
             "serverless_retry.delivery",
+            "serverless_retry.idempotent_processor",
             "serverless_retry.handlers.consumer",
             "serverless_retry.message",
             "serverless_retry.observability",
             "serverless_retry.planning",
+            "serverless_retry.record_reader",
             "serverless_retry.records",
             "serverless_retry.terminal",
+            "serverless_retry.verdicts",
         },
     ),
     "enrichment": (

@@ -1,0 +1,135 @@
+"""An SQS record read once: what every step of the consumer reads of it, in one typed value.
+
+``first_delivery_of`` is the hot path (an original message from our queue, on its first receive or
+without claims): the Message straight from the record, the body never parsed. Every other record is
+``read`` into a ``ReadRecord`` (its id, body, system attributes, and once unwrapped its envelope or
+original), which a failure of the hot path's Message gets too (``read_message``). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from serverless_retry.envelope import ENVELOPE_KEY, Incoming, attributes_from_record, unwrap
+from serverless_retry.message import Message, first_delivery, original_incoming
+from serverless_retry.planning import RecordFacts, decision_time
+
+if TYPE_CHECKING:
+    from serverless_retry.signing import EnvelopeSigner
+
+__all__ = ["ReadRecord", "could_be_envelope", "first_delivery_of", "group_of", "read", "read_message"]
+
+
+def could_be_envelope(body: str) -> bool:
+    """Only a body that spells the envelope key, literally or through a \\u escape, can be one."""
+    return ENVELOPE_KEY in body or "\\u" in body
+
+
+def receive_count(record: Mapping[str, Any]) -> int:
+    try:
+        return max(1, int(record["attributes"]["ApproximateReceiveCount"]))
+    except (KeyError, TypeError, ValueError):
+        return 1
+
+
+def group_of(record: object) -> str:
+    """The record's MessageGroupId, "" without one (also for what is not a record)."""
+    if not isinstance(record, Mapping):
+        return ""
+    attributes = record.get("attributes")
+    group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
+    return str(group or "")
+
+
+def first_delivery_of(
+    record: Mapping[str, Any], source: str, plain: bool, first_only: bool, in_place: bool
+) -> Message | None:
+    """The Message of a record the hot path takes, else None (the record is ``read``): an original
+    from ``source``, and ``plain`` (nothing but the source and the body decide) or, when
+    ``first_only``, on its first receive (a redelivery claims first). (Positional: called per record.)"""
+    try:
+        message_id: str = record["messageId"]
+        body: str = record["body"]
+        fast = (
+            type(body) is str
+            and type(message_id) is str
+            and message_id != ""
+            and record.get("eventSourceARN") == source
+            and ENVELOPE_KEY not in body
+            and "\\u" not in body
+            and (plain or (first_only and receive_count(record) == 1))
+        )
+    except Exception:
+        return None
+    if not fast:
+        return None
+    return first_delivery(message_id, body, record, source, receive_count(record) if in_place else 1)
+
+
+class ReadRecord(NamedTuple):
+    """A record the consumer can handle (``records.record_problem`` found nothing), as read."""
+
+    message_id: str
+    body: str
+    facts: RecordFacts  # receive count, group, the send and first-receive times
+    record: Mapping[str, Any]  # the raw record, handed to the processor's Message
+    incoming: Incoming | None = None  # the envelope (or original, or invalid) once unwrapped
+
+    @property
+    def group(self) -> str | None:
+        return self.facts.group_id
+
+    @property
+    def receive_count(self) -> int:
+        return self.facts.receive_count
+
+    @property
+    def receipt_handle(self) -> str:
+        handle: str = self.record["receiptHandle"]
+        return handle
+
+    @property
+    def source_arn(self) -> object:
+        return self.record.get("eventSourceARN")
+
+    @property
+    def could_be_envelope(self) -> bool:
+        return could_be_envelope(self.body)
+
+    def unwrapped(
+        self,
+        *,
+        source: str,
+        receive_count: int,
+        latest_due: datetime | None = None,
+        signer: EnvelopeSigner | None = None,
+    ) -> Incoming:
+        """``envelope.unwrap`` of this record (raises KeyUnavailable from ``signer``)."""
+        attributes = attributes_from_record(self.record.get("messageAttributes") or {})
+        return unwrap(
+            self.body,
+            attributes,
+            message_id=self.message_id,
+            source=source,
+            receive_count=receive_count,
+            latest_due=latest_due,
+            signer=signer,
+        )
+
+    def decided_at(self, clock_now: datetime | Callable[[], datetime], *, in_place: bool) -> datetime:
+        """The "now" of every decision about this record (``planning.decision_time``)."""
+        return decision_time(self.facts, clock_now, in_place=in_place, incoming=self.incoming)
+
+
+def read(record: Mapping[str, Any]) -> ReadRecord:
+    return ReadRecord(record["messageId"], record["body"], RecordFacts.of(record), record)
+
+
+def read_message(message: Message) -> ReadRecord:
+    """The ReadRecord of a hot-path Message (its record an original): read when it failed."""
+    record = message.record
+    return ReadRecord(
+        message.message_id, message.body, RecordFacts.of(record), record, original_incoming(message)
+    )
