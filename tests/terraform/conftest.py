@@ -37,6 +37,7 @@ MODULES = (
     "modules/retry-policy",
     "modules/queue",
     "modules/scheduler",
+    "modules/function",
     "modules/consumer",
     "modules/scheduled-retry",
     "modules/monitoring",
