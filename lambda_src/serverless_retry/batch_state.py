@@ -8,6 +8,7 @@ to every per-record step; after the loop ``deliver`` makes the calls and counts 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ __all__ = ["LOG_ERROR_CHARS", "BatchState", "short_error"]
 LOG_ERROR_CHARS = 256
 # A final copy's kind by its outcome (exhausted and too-large-to-retry count alike).
 _FINAL_KINDS = {"non-retryable": CallKind.NON_RETRYABLE, "invalid-envelope": CallKind.INVALID}
+_WAIT, _FALLBACK, _DELAYED, _HOPS = CallKind.WAIT, CallKind.FALLBACK, CallKind.DELAYED, CallKind.HOPS
+_NON_RETRYABLE, _INVALID = CallKind.NON_RETRYABLE, CallKind.INVALID
 _RetryKey = tuple[str, str, int, str | None]  # (error type, error text, attempt, transport)
 
 
@@ -153,23 +156,21 @@ class BatchState:
         counts = self.counts
         self.failed |= not_sent
         counts.delivery_failed += len(not_sent)
-        for message in sent:
-            if message.key in not_sent:
-                continue
-            kind = message.kind
-            if kind is CallKind.WAIT:
-                counts.redelayed += 1
-            elif kind is CallKind.FALLBACK:
-                counts.scheduler_fallback += 1
-                counts.retry_scheduled["sqs-hops"] += 1
-            elif kind is CallKind.DELAYED or kind is CallKind.HOPS:
-                counts.retry_scheduled[kind.value] += 1
-            elif kind is CallKind.NON_RETRYABLE:
-                counts.non_retryable += 1
-            elif kind is CallKind.INVALID:
-                counts.invalid_envelope += 1
+        sent_kinds = Counter(m.kind for m in sent if m.key not in not_sent)
+        for kind, n in sent_kinds.items():
+            if kind is _WAIT:
+                counts.redelayed += n
+            elif kind is _FALLBACK:
+                counts.scheduler_fallback += n
+                counts.retry_scheduled["sqs-hops"] += n
+            elif kind is _DELAYED or kind is _HOPS:
+                counts.retry_scheduled[kind.value] += n
+            elif kind is _NON_RETRYABLE:
+                counts.non_retryable += n
+            elif kind is _INVALID:
+                counts.invalid_envelope += n
             else:
-                counts.exhausted += 1
+                counts.exhausted += n
 
     def _change_visibility(self, delivery: Delivery) -> None:
         counts = self.counts

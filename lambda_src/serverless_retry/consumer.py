@@ -213,6 +213,16 @@ def _require_claims_in_place(targets: QueueTargets, claims: ClaimStore | None) -
         )
 
 
+def _queue_facts(targets: QueueTargets, *, in_place: bool) -> QueueFacts:
+    return QueueFacts(
+        fifo=targets.source_is_fifo,
+        in_place=in_place,
+        retention_seconds=targets.retention_seconds,
+        max_message_bytes=targets.max_message_bytes,
+        scheduler=targets.schedule_group is not None and targets.scheduler_role_arn is not None,
+    )
+
+
 class RetryingConsumer:
     """Calls ``processor(Message)`` for each record of an SQS event and retries failures per ``policy``.
 
@@ -267,13 +277,7 @@ class RetryingConsumer:
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
         self._fifo = targets.source_is_fifo
         self._source = targets.queue_arn
-        self.queue = QueueFacts(
-            fifo=self._fifo,
-            in_place=self._in_place,
-            retention_seconds=targets.retention_seconds,
-            max_message_bytes=targets.max_message_bytes,
-            scheduler=targets.schedule_group is not None and targets.scheduler_role_arn is not None,
-        )
+        self.queue = _queue_facts(targets, in_place=self._in_place)
 
     @classmethod
     def from_settings(
@@ -724,17 +728,10 @@ class RetryingConsumer:
         if transport == "sqs-hops":
             state.delayed.append(hops)
             return
-        state.scheduled.append(
-            ScheduledRetry(
-                key=message_id,
-                name=schedule_name(context.id, next_attempt),
-                due_at=due_at,
-                body=body,
-                group_id=(facts.group_id or context.id) if self._fifo else None,
-                description=f"serverless-retry attempt {next_attempt} of {context.id}",
-                hops=hops,
-            )
-        )
+        group = (facts.group_id or context.id) if self._fifo else None
+        description = f"serverless-retry attempt {next_attempt} of {context.id}"
+        name = schedule_name(context.id, next_attempt)
+        state.scheduled.append(ScheduledRetry(message_id, name, due_at, body, group, description, hops))
 
     def _hop(
         self,

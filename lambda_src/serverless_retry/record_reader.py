@@ -123,13 +123,17 @@ class ReadRecord(NamedTuple):
         return decision_time(self.facts, clock_now, in_place=in_place, incoming=self.incoming)
 
 
+# (Positional, through tuple.__new__, as RecordFacts.of makes its facts: one is made per failed record.)
+_new = tuple.__new__
+
+
 def read(record: Mapping[str, Any]) -> ReadRecord:
-    return ReadRecord(record["messageId"], record["body"], RecordFacts.of(record), record)
+    return _new(ReadRecord, (record["messageId"], record["body"], RecordFacts.of(record), record, None))
 
 
 def read_message(message: Message) -> ReadRecord:
     """The ReadRecord of a hot-path Message (its record an original): read when it failed."""
-    record = message.record
-    return ReadRecord(
-        message.message_id, message.body, RecordFacts.of(record), record, original_incoming(message)
-    )
+    fields = message.__dict__  # (not through Message's __getattr__ hook: see message.original_incoming)
+    record = fields["record"]
+    parts = (fields["message_id"], fields["body"], RecordFacts.of(record), record, original_incoming(message))
+    return _new(ReadRecord, parts)
