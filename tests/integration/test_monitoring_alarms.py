@@ -194,6 +194,74 @@ def test_scheduled_retry_alarms_fire_in_time_and_recover(
         )
 
 
+# What CreateQueue takes back of a queue's attributes (the rest are read-only).
+_SETTABLE = (
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+    "SqsManagedSseEnabled",
+    "Policy",
+    "RedrivePolicy",
+    "RedriveAllowPolicy",
+)
+
+
+def test_delivery_failed_fires_while_the_exhausted_queue_refuses_and_recovers(
+    scheduled_retry_stack: Applied, tmp_path: Path
+) -> None:
+    """The sixth alarm: the consumer cannot send an exhausted copy (its queue is gone, as a deleted
+    or mis-permissioned queue looks to SendMessageBatch), so the record goes back as a batch item
+    failure and the consumer counts DeliveryFailed. The alarm fires within its promise, and is OK
+    again once the queue is back and the copy got through. The queue is recreated as it was."""
+    stack = scheduled_retry_stack
+    out = stack.outputs
+    names = {concern: arn.rsplit(":", 1)[1] for concern, arn in out["alarm_arns"].items()}
+    sqs, cw = stack.client("sqs"), stack.client("cloudwatch")
+    (alarm,) = cw.describe_alarms(AlarmNames=[names["delivery_failed"]])["MetricAlarms"]
+    promise = _promise(alarm)
+    watch = Watch(stack, names)
+    exhausted = out["exhausted_queue_url"]
+    for url in (exhausted, out["dlq_url"]):
+        _empty(sqs, url)
+    watch.until(lambda: all(watch.state(c) == "OK" for c in names), real_seconds=30, what="all OK at first")
+    attributes = sqs.get_queue_attributes(QueueUrl=exhausted, AttributeNames=["All"])["Attributes"]
+    tags = sqs.list_queue_tags(QueueUrl=exhausted).get("Tags", {})
+    queue_name = exhausted.rsplit("/", 1)[1]
+    sqs.delete_queue(QueueUrl=exhausted)
+    restored = False
+
+    def restore() -> None:
+        kept = {k: v for k, v in attributes.items() if k in _SETTABLE}
+        url = sqs.create_queue(QueueName=queue_name, Attributes=kept, tags=tags)["QueueUrl"]
+        assert url == exhausted
+
+    try:
+        with _runtime(stack, tmp_path):
+            sent = watch.now()
+            body = json.dumps({"order_id": "undeliverable", "behaviour": "invalid"})  # never retried
+            sqs.send_message(QueueUrl=out["queue_url"], MessageBody=body)
+            watch.until(lambda: watch.state("delivery_failed") == "ALARM", real_seconds=40, what="fires")
+            assert watch.entered("delivery_failed", "ALARM", sent) - sent <= promise + SLACK
+            restore()
+            restored = True
+            fixed = watch.now()
+            # The record comes back after its visibility timeout and its copy now gets through.
+            watch.until(lambda: _depth(sqs, exhausted) == 1, real_seconds=40, what="the copy arrives")
+            watch.until(lambda: watch.state("delivery_failed") == "OK", real_seconds=40, what="recovers")
+            assert watch.entered("delivery_failed", "OK", fixed) - fixed <= promise + SLACK
+            assert _depth(sqs, out["dlq_url"]) == 0  # it went back, it was not dead-lettered
+    finally:
+        if not restored:
+            restore()
+        for url in (exhausted, out["dlq_url"]):
+            _empty(sqs, url)
+    watch.until(lambda: all(watch.state(c) == "OK" for c in names), real_seconds=40, what="all OK again")
+
+
 def test_inspect_shows_the_oldest_age_from_the_emulators_cloudwatch(scheduled_retry_stack: Applied) -> None:
     """The DLQ's backlog line carries ApproximateAgeOfOldestMessage as the emulator publishes it."""
     stack = scheduled_retry_stack
