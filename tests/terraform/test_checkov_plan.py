@@ -169,7 +169,10 @@ def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
     function = f"{hardened}.module.function"
     assert values[f"{function}.aws_cloudwatch_log_group.this"]["kms_key_id"] == KEY
     assert values[f"{function}.aws_lambda_function.this"]["kms_key_arn"] == KEY
-    assert values["module.default.module.consumer.module.function.aws_cloudwatch_log_group.this"]["kms_key_id"] is None
+    assert (
+        values["module.default.module.consumer.module.function.aws_cloudwatch_log_group.this"]["kms_key_id"]
+        is None
+    )
     hardened_sse = values[f"{hardened}.aws_dynamodb_table.claims[0]"]["server_side_encryption"]
     assert hardened_sse == [{"enabled": True, "kms_key_arn": KEY}]
     default_sse = values["module.default.module.consumer.aws_dynamodb_table.claims[0]"][
@@ -180,9 +183,10 @@ def test_the_plan_holds_the_security_inputs(plan_json: Path) -> None:
 
 def test_no_check_fails_on_the_default_or_the_hardened_plan(scan: dict[str, Any]) -> None:
     assert _checks(scan, "failed_checks") == set()
-    assert ("CKV_AWS_158", "module.hardened.module.consumer.module.function.aws_cloudwatch_log_group.this") in _checks(
-        scan, "passed_checks"
-    )
+    assert (
+        "CKV_AWS_158",
+        "module.hardened.module.consumer.module.function.aws_cloudwatch_log_group.this",
+    ) in _checks(scan, "passed_checks")
     table = "module.hardened.module.consumer.aws_dynamodb_table.claims[0]"
     assert ("CKV_AWS_119", table) in _checks(scan, "passed_checks") | _checks(scan, "skipped_checks")
 
@@ -205,8 +209,12 @@ def test_the_plan_holds_the_deployment_inputs(plan_json: Path) -> None:
         (vpc,) = function["vpc_config"]
         assert (vpc["subnet_ids"], vpc["security_group_ids"]) == ([SUBNET], [SECURITY_GROUP])
     # Named once: the consumer's role is the function's name, not "<name>-consumer".
-    assert values["module.networked.module.consumer.module.function.aws_iam_role.this[0]"]["name"] == "shipments"
-    extra = json.loads(values["module.networked.module.consumer.module.function.aws_iam_role_policy.extra[0]"]["policy"])
+    assert (
+        values["module.networked.module.consumer.module.function.aws_iam_role.this[0]"]["name"] == "shipments"
+    )
+    extra = json.loads(
+        values["module.networked.module.consumer.module.function.aws_iam_role_policy.extra[0]"]["policy"]
+    )
     assert [s["Sid"] for s in extra["Statement"]] == ["ReadCarriers"]
     assert values["module.layer.aws_lambda_layer_version.this"]["layer_name"] == "serverless-retry"
 
@@ -216,7 +224,9 @@ def test_the_default_log_group_and_claims_table_are_skipped_with_their_reasons(s
         (c["check_id"], c["resource"]): c["check_result"].get("suppress_comment", "")
         for c in scan.get("skipped_checks", [])
     }
-    log_group = reasons[("CKV_AWS_158", "module.default.module.consumer.module.function.aws_cloudwatch_log_group.this")]
+    log_group = reasons[
+        ("CKV_AWS_158", "module.default.module.consumer.module.function.aws_cloudwatch_log_group.this")
+    ]
     assert "logs_kms_key_arn" in log_group
     table = "module.default.module.consumer.aws_dynamodb_table.claims[0]"
     assert "claims.kms_key_arn" in reasons[("CKV_AWS_119", table)]

@@ -23,7 +23,13 @@ from tests.terraform.conftest import ROOT, Workspace
 from tests.terraform.mocked_plan import Run, plan_runs
 
 EXAMPLE = "examples/self-healing"
-MODULES = ("modules/self-healing", "modules/retry-policy", "modules/scheduler", "modules/monitoring", "modules/function")
+MODULES = (
+    "modules/self-healing",
+    "modules/retry-policy",
+    "modules/scheduler",
+    "modules/monitoring",
+    "modules/function",
+)
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 NOW = datetime(2026, 11, 30, 10, 0, 5, tzinfo=UTC)
 MAX_ATTEMPTS = 10  # bounds every chain below

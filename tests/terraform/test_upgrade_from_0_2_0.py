@@ -77,7 +77,7 @@ class OldStack(SharedStack):
         package = self._package()
         try:
             self._emulator.start()
-        except Exception as exc:  # noqa: BLE001 - any failure to start is the skip's reason
+        except Exception as exc:
             pytest.skip(f"the emulator did not start: {exc}")
         variables = {"aws_endpoint_url": self._emulator.url, "package": str(package), **self.spec.variables}
         tf_vars = [f"-var={k}={v}" for k, v in variables.items()]
@@ -101,7 +101,9 @@ def _plan_with_todays_modules(terraform: Terraform, stack: OldStack, applied: Ap
     init = terraform_init(terraform, directory)
     assert init.returncode == 0, init.stdout + init.stderr
     tf_vars = [f"-var={k}={v}" for k, v in applied.variables.items()]
-    plan = terraform.run(["plan", "-no-color", "-out=upgrade.tfplan", *tf_vars], directory, extra_env=env, timeout=300)
+    plan = terraform.run(
+        ["plan", "-no-color", "-out=upgrade.tfplan", *tf_vars], directory, extra_env=env, timeout=300
+    )
     assert plan.returncode == 0, plan.stdout + plan.stderr
     show = terraform.run(["show", "-json", "upgrade.tfplan"], directory, extra_env=env, timeout=120)
     assert show.returncode == 0, show.stderr
@@ -145,7 +147,9 @@ def _deleted(upgrade: Upgrade) -> list[str]:
 
 
 @pytest.mark.parametrize("example", [s.name for s in SPECS])
-def test_upgrading_from_0_2_0_destroys_and_replaces_nothing(upgrades: dict[str, Upgrade], example: str) -> None:
+def test_upgrading_from_0_2_0_destroys_and_replaces_nothing(
+    upgrades: dict[str, Upgrade], example: str
+) -> None:
     upgrade = upgrades[example]
     assert upgrade.applied.second_plan.returncode == 0, upgrade.applied.second_plan.stdout
     assert _deleted(upgrade) == []

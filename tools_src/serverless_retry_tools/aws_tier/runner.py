@@ -366,3 +366,7 @@ def _run(
     )
     _summary(report, target, started, out)
     return 0 if report.ok else 1
+
+
+if __name__ == "__main__":  # python -m serverless_retry_tools.aws_tier.runner, as the package
+    sys.exit(main())
