@@ -391,9 +391,10 @@ class RetryingConsumer:
         processor, source, in_place = self.processor, self._source, self._in_place
         plain = not self._ordered and self.claims is None  # then only the source and the body decide
         first_only = not self._ordered
+        fast = first_delivery_of  # (a local: read once per record on the hot path)
         for record in records:
             # The hot path: an original message from our queue, its Message built without parsing.
-            message = first_delivery_of(record, source, plain, first_only, in_place)
+            message = fast(record, source, plain, first_only, in_place)
             if message is None:
                 state = state or self._prepare()
                 processed += self._process_record(record, state)
@@ -660,7 +661,8 @@ class RetryingConsumer:
                 return
             self.logger.exception("could not plan the retry", extra={"message_id": message_id})
             state.hand_back(message_id)
-        state.block(group_of(message.record), resumes)
+        if state.ordered:  # only FIFO ordered holds a group back (and reads the record's group)
+            state.block(group_of(message.record), resumes)
 
     def _plan_failure(self, state: BatchState, current: ReadRecord, error: BaseException) -> Step:
         incoming = current.incoming
