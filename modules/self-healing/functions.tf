@@ -7,9 +7,9 @@ locals {
   wiring = {
     applied = {
       exhausted_queue_url = aws_sqs_queue.exhausted.url
-      failure_queue_url   = aws_sqs_queue.failures.url
+      failure_queue_url   = module.failure_queue.queue_url
       scheduler_role_arn  = module.scheduler.scheduler_role_arn
-      schedule_dlq_arn    = aws_sqs_queue.schedule_dlq.arn
+      schedule_dlq_arn    = aws_sqs_queue.dlq["schedule"].arn
     }
     planned = {
       exhausted_queue_url = "${local.queue_url_prefix}${local.names.exhausted_queue}"
@@ -68,7 +68,7 @@ locals {
   scheduler_targets = {
     function_arns          = [for s in values(local.sources) : s.function_arn]
     topic_arns             = local.topic_arns
-    dead_letter_queue_arns = [aws_sqs_queue.schedule_dlq.arn]
+    dead_letter_queue_arns = [aws_sqs_queue.dlq["schedule"].arn]
     kms_key_arns           = distinct(concat(local.kms_key_arns, var.redrive_to == "topic" ? var.topic_kms_key_arns : []))
   }
 }
@@ -194,7 +194,7 @@ resource "aws_lambda_function_event_invoke_config" "redrive" {
 
   destination_config {
     on_failure {
-      destination = aws_sqs_queue.redrive_dlq.arn
+      destination = aws_sqs_queue.dlq["redrive"].arn
     }
   }
 

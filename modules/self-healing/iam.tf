@@ -1,14 +1,11 @@
 # One policy document per concern; every statement names exact ARNs (log streams and the schedules of
 # the group are the only patterns: their names are made at run time).
 locals {
-  queue_arns = {
-    failures     = aws_sqs_queue.failures.arn
-    failures_dlq = aws_sqs_queue.failures_dlq.arn
-    exhausted    = aws_sqs_queue.exhausted.arn
-    rules_dlq    = aws_sqs_queue.rules_dlq.arn
-    redrive_dlq  = aws_sqs_queue.redrive_dlq.arn
-    schedule_dlq = aws_sqs_queue.schedule_dlq.arn
-  }
+  # The queues made here (modules/queue gives the failure queue and its DLQ their own TLS-only policy).
+  queue_arns = merge(
+    { exhausted = aws_sqs_queue.exhausted.arn },
+    { for k, q in aws_sqs_queue.dlq : "${k}_dlq" => q.arn },
+  )
   topic_arns = var.redrive_to == "topic" ? distinct(compact([for s in values(local.sources) : s.topic_arn])) : []
 }
 
@@ -66,7 +63,7 @@ data "aws_iam_policy_document" "rules_dlq" {
   statement {
     sid       = "RuleTargetsDeadLetter"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.rules_dlq.arn]
+    resources = [aws_sqs_queue.dlq["rules"].arn]
 
     principals {
       type        = "Service"
@@ -87,7 +84,7 @@ data "aws_iam_policy_document" "source" {
   statement {
     sid       = "SendFailureRecords"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.failures.arn]
+    resources = [module.failure_queue.queue_arn]
   }
 
   dynamic "statement" {
@@ -133,7 +130,7 @@ data "aws_iam_policy_document" "enrichment_send" {
   statement {
     sid       = "SendExhaustedAndDeferred"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.exhausted.arn, aws_sqs_queue.failures.arn]
+    resources = [aws_sqs_queue.exhausted.arn, module.failure_queue.queue_arn]
   }
 }
 
@@ -190,7 +187,7 @@ data "aws_iam_policy_document" "redrive_send" {
   statement {
     sid       = "SendExhaustedAndOwnFailures"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.exhausted.arn, aws_sqs_queue.redrive_dlq.arn]
+    resources = [aws_sqs_queue.exhausted.arn, aws_sqs_queue.dlq["redrive"].arn]
   }
 }
 
@@ -286,7 +283,7 @@ data "aws_iam_policy_document" "pipe" {
   statement {
     sid       = "ReadFailureQueue"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.failures.arn]
+    resources = [module.failure_queue.queue_arn]
   }
 
   statement {

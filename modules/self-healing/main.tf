@@ -85,54 +85,25 @@ locals {
   }
 }
 
-# Lambda's on-failure destination records of every source. The pipe holds a batch while the enrichment
-# runs, hence 6 x its timeout, as AWS advises for Lambda SQS sources.
-resource "aws_sqs_queue" "failures" {
-  name                       = local.names.failure_queue
-  visibility_timeout_seconds = 6 * var.timeout
-  message_retention_seconds  = var.message_retention_seconds
-  max_message_size           = var.max_message_size
+# Lambda's on-failure destination records of every source, and its DLQ: a source queue and its DLQ as
+# modules/queue makes them (`<name>-failures`, `<name>-failures-dlq`). The pipe holds a batch while the
+# enrichment runs, hence 6 x its timeout, as AWS advises for Lambda SQS sources. A batch whose
+# enrichment or PutEvents keeps failing returns here; after max_receive_count receives SQS moves it to
+# the DLQ, so no record loops until its retention expires.
+module "failure_queue" {
+  source = "../queue"
 
-  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
-  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
-  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
-
-  # A batch whose enrichment or PutEvents keeps failing returns here; after max_receive_count receives
-  # SQS moves it to the DLQ, so no record loops until its retention expires.
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.failures_dlq.arn
-    maxReceiveCount     = var.max_receive_count
-  })
-
-  tags = var.tags
-}
-
-resource "aws_sqs_queue" "failures_dlq" {
-  name                      = local.names.failure_dlq
-  message_retention_seconds = var.dlq_message_retention_seconds
-  max_message_size          = var.max_message_size
-
-  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
-  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
-  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
-
-  tags = var.tags
-
-  lifecycle {
-    precondition {
-      # A message moved to a DLQ keeps its original enqueue timestamp (standard queues).
-      condition     = var.dlq_message_retention_seconds > var.message_retention_seconds
-      error_message = "dlq_message_retention_seconds (${var.dlq_message_retention_seconds}) must be longer than message_retention_seconds (${var.message_retention_seconds}): a dead-lettered record keeps its original enqueue time, so a DLQ that keeps messages no longer than the failure queue loses them."
-    }
-  }
-}
-
-resource "aws_sqs_queue_redrive_allow_policy" "failures_dlq" {
-  queue_url = aws_sqs_queue.failures_dlq.url
-  redrive_allow_policy = jsonencode({
-    redrivePermission = "byQueue"
-    sourceQueueArns   = [aws_sqs_queue.failures.arn]
-  })
+  name                          = local.names.failure_queue
+  exhausted_queue               = false
+  visibility_timeout_seconds    = 6 * var.timeout
+  message_retention_seconds     = var.message_retention_seconds
+  dlq_message_retention_seconds = var.dlq_message_retention_seconds
+  max_receive_count             = var.max_receive_count
+  # The pipe, not a Lambda event source mapping, reads this queue: AWS's advice of 5 is not binding here.
+  allow_max_receive_count_below_5 = true
+  max_message_size                = var.max_message_size
+  kms_key_arn                     = var.kms_key_arn
+  tags                            = var.tags
 }
 
 # Every event given up on, as an ExhaustedRecord {outcome, reason, detail}: from the exhausted rules,
@@ -157,11 +128,14 @@ resource "aws_sqs_queue" "exhausted" {
   }
 }
 
-# Dead-letter queues of what the machinery itself could not deliver: rule targets (EventBridge could
-# not hand an event to the redrive function or the exhausted queue), the redrive function's failed
-# invocations (its on-failure destination), and schedules the Scheduler could not deliver.
-resource "aws_sqs_queue" "rules_dlq" {
-  name                      = local.names.rules_dlq
+# Dead-letter queues of what the machinery itself could not deliver, each `<name>-<key>-dlq`:
+# rules: rule targets (EventBridge could not hand an event to the redrive function or the exhausted
+# queue); redrive: the redrive function's failed invocations (its on-failure destination); schedule:
+# schedules the Scheduler could not deliver (standard, as the Scheduler requires).
+resource "aws_sqs_queue" "dlq" {
+  for_each = toset(["rules", "redrive", "schedule"])
+
+  name                      = local.names["${each.key}_dlq"]
   message_retention_seconds = var.dlq_message_retention_seconds
 
   sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
@@ -169,39 +143,6 @@ resource "aws_sqs_queue" "rules_dlq" {
   kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
 
   tags = var.tags
-}
-
-resource "aws_sqs_queue" "redrive_dlq" {
-  name                      = local.names.redrive_dlq
-  message_retention_seconds = var.dlq_message_retention_seconds
-
-  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
-  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
-  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
-
-  tags = var.tags
-}
-
-# Standard, as the Scheduler requires of a dead-letter queue.
-resource "aws_sqs_queue" "schedule_dlq" {
-  name                      = local.names.schedule_dlq
-  message_retention_seconds = var.dlq_message_retention_seconds
-
-  sqs_managed_sse_enabled           = local.queue_encryption.sqs_managed_sse_enabled
-  kms_master_key_id                 = local.queue_encryption.kms_master_key_id
-  kms_data_key_reuse_period_seconds = local.queue_encryption.kms_data_key_reuse_period_seconds
-
-  tags = var.tags
-}
-
-resource "aws_sqs_queue_policy" "failures" {
-  queue_url = aws_sqs_queue.failures.url
-  policy    = data.aws_iam_policy_document.tls_only["failures"].json
-}
-
-resource "aws_sqs_queue_policy" "failures_dlq" {
-  queue_url = aws_sqs_queue.failures_dlq.url
-  policy    = data.aws_iam_policy_document.tls_only["failures_dlq"].json
 }
 
 resource "aws_sqs_queue_policy" "exhausted" {
@@ -209,19 +150,68 @@ resource "aws_sqs_queue_policy" "exhausted" {
   policy    = data.aws_iam_policy_document.exhausted_queue.json
 }
 
-resource "aws_sqs_queue_policy" "rules_dlq" {
-  queue_url = aws_sqs_queue.rules_dlq.url
-  policy    = data.aws_iam_policy_document.rules_dlq.json
+resource "aws_sqs_queue_policy" "dlq" {
+  for_each = aws_sqs_queue.dlq
+
+  queue_url = each.value.url
+  # EventBridge delivers to the rules DLQ itself; the others only refuse plain HTTP.
+  policy = each.key == "rules" ? data.aws_iam_policy_document.rules_dlq.json : data.aws_iam_policy_document.tls_only["${each.key}_dlq"].json
 }
 
-resource "aws_sqs_queue_policy" "redrive_dlq" {
-  queue_url = aws_sqs_queue.redrive_dlq.url
-  policy    = data.aws_iam_policy_document.tls_only["redrive_dlq"].json
+# The failure queue and its DLQ moved into modules/queue, the other DLQs into one for_each.
+moved {
+  from = aws_sqs_queue.failures
+  to   = module.failure_queue.aws_sqs_queue.source
 }
 
-resource "aws_sqs_queue_policy" "schedule_dlq" {
-  queue_url = aws_sqs_queue.schedule_dlq.url
-  policy    = data.aws_iam_policy_document.tls_only["schedule_dlq"].json
+moved {
+  from = aws_sqs_queue.failures_dlq
+  to   = module.failure_queue.aws_sqs_queue.dlq
+}
+
+moved {
+  from = aws_sqs_queue_redrive_allow_policy.failures_dlq
+  to   = module.failure_queue.aws_sqs_queue_redrive_allow_policy.dlq
+}
+
+moved {
+  from = aws_sqs_queue_policy.failures
+  to   = module.failure_queue.aws_sqs_queue_policy.source
+}
+
+moved {
+  from = aws_sqs_queue_policy.failures_dlq
+  to   = module.failure_queue.aws_sqs_queue_policy.dlq
+}
+
+moved {
+  from = aws_sqs_queue.rules_dlq
+  to   = aws_sqs_queue.dlq["rules"]
+}
+
+moved {
+  from = aws_sqs_queue.redrive_dlq
+  to   = aws_sqs_queue.dlq["redrive"]
+}
+
+moved {
+  from = aws_sqs_queue.schedule_dlq
+  to   = aws_sqs_queue.dlq["schedule"]
+}
+
+moved {
+  from = aws_sqs_queue_policy.rules_dlq
+  to   = aws_sqs_queue_policy.dlq["rules"]
+}
+
+moved {
+  from = aws_sqs_queue_policy.redrive_dlq
+  to   = aws_sqs_queue_policy.dlq["redrive"]
+}
+
+moved {
+  from = aws_sqs_queue_policy.schedule_dlq
+  to   = aws_sqs_queue_policy.dlq["schedule"]
 }
 
 # --- the sources: on failure, a destination record to the failure queue ------------------------------
@@ -234,7 +224,7 @@ resource "aws_lambda_function_event_invoke_config" "source" {
 
   destination_config {
     on_failure {
-      destination = aws_sqs_queue.failures.arn
+      destination = module.failure_queue.queue_arn
     }
   }
 
@@ -261,7 +251,7 @@ resource "aws_pipes_pipe" "failures" {
   name        = local.names.pipe
   description = "serverless-retry self-healing ${var.name}: failure records -> enrichment -> bus ${local.names.bus}"
   role_arn    = aws_iam_role.pipe.arn
-  source      = aws_sqs_queue.failures.arn
+  source      = module.failure_queue.queue_arn
   enrichment  = module.enrichment.function_arn
   target      = aws_cloudwatch_event_bus.this.arn
 

@@ -1,31 +1,31 @@
 output "failure_queue_url" {
   description = "URL of the failure queue: the sources' on-failure destination records."
-  value       = aws_sqs_queue.failures.url
+  value       = module.failure_queue.queue_url
 }
 
 output "failure_queue_arn" {
   description = "ARN of the failure queue."
-  value       = aws_sqs_queue.failures.arn
+  value       = module.failure_queue.queue_arn
 }
 
 output "failure_queue_name" {
   description = "Name of the failure queue (the QueueName dimension of its CloudWatch metrics)."
-  value       = aws_sqs_queue.failures.name
+  value       = module.failure_queue.queue_name
 }
 
 output "failure_dlq_url" {
   description = "URL of the failure queue's DLQ: records whose enrichment or PutEvents failed max_receive_count times."
-  value       = aws_sqs_queue.failures_dlq.url
+  value       = module.failure_queue.dlq_url
 }
 
 output "failure_dlq_arn" {
   description = "ARN of the failure queue's DLQ."
-  value       = aws_sqs_queue.failures_dlq.arn
+  value       = module.failure_queue.dlq_arn
 }
 
 output "failure_dlq_name" {
   description = "Name of the failure queue's DLQ."
-  value       = aws_sqs_queue.failures_dlq.name
+  value       = module.failure_queue.dlq_name
 }
 
 output "exhausted_queue_url" {
@@ -45,58 +45,58 @@ output "exhausted_queue_name" {
 
 output "rules_dlq_url" {
   description = "URL of the dead-letter queue of every rule target (events EventBridge could not hand to the redrive function or the retry-exhausted queue)."
-  value       = aws_sqs_queue.rules_dlq.url
+  value       = aws_sqs_queue.dlq["rules"].url
 }
 
 output "rules_dlq_arn" {
   description = "ARN of the rule targets' dead-letter queue."
-  value       = aws_sqs_queue.rules_dlq.arn
+  value       = aws_sqs_queue.dlq["rules"].arn
 }
 
 output "rules_dlq_name" {
   description = "Name of the rule targets' dead-letter queue."
-  value       = aws_sqs_queue.rules_dlq.name
+  value       = aws_sqs_queue.dlq["rules"].name
 }
 
 output "redrive_dlq_url" {
   description = "URL of the redrive function's on-failure destination: retry events whose redrive kept failing, with the error."
-  value       = aws_sqs_queue.redrive_dlq.url
+  value       = aws_sqs_queue.dlq["redrive"].url
 }
 
 output "redrive_dlq_arn" {
   description = "ARN of the redrive function's on-failure destination queue."
-  value       = aws_sqs_queue.redrive_dlq.arn
+  value       = aws_sqs_queue.dlq["redrive"].arn
 }
 
 output "redrive_dlq_name" {
   description = "Name of the redrive function's on-failure destination queue."
-  value       = aws_sqs_queue.redrive_dlq.name
+  value       = aws_sqs_queue.dlq["redrive"].name
 }
 
 output "schedule_dlq_url" {
   description = "URL of the retry schedules' dead-letter queue (schedules the Scheduler could not deliver)."
-  value       = aws_sqs_queue.schedule_dlq.url
+  value       = aws_sqs_queue.dlq["schedule"].url
 }
 
 output "schedule_dlq_arn" {
   description = "ARN of the retry schedules' dead-letter queue (SERVERLESS_RETRY_DLQ_ARN of the redrive function)."
-  value       = aws_sqs_queue.schedule_dlq.arn
+  value       = aws_sqs_queue.dlq["schedule"].arn
 }
 
 output "schedule_dlq_name" {
   description = "Name of the retry schedules' dead-letter queue."
-  value       = aws_sqs_queue.schedule_dlq.name
+  value       = aws_sqs_queue.dlq["schedule"].name
 }
 
 output "queue_names" {
   description = "Every queue's name by role (failure, failure_dlq, exhausted, rules_dlq, redrive_dlq, schedule_dlq), e.g. for monitoring."
   value = {
-    failure      = aws_sqs_queue.failures.name
-    failure_dlq  = aws_sqs_queue.failures_dlq.name
+    failure      = module.failure_queue.queue_name
+    failure_dlq  = module.failure_queue.dlq_name
     exhausted    = aws_sqs_queue.exhausted.name
-    rules_dlq    = aws_sqs_queue.rules_dlq.name
-    redrive_dlq  = aws_sqs_queue.redrive_dlq.name
-    schedule_dlq = aws_sqs_queue.schedule_dlq.name
+    rules_dlq    = aws_sqs_queue.dlq["rules"].name
+    redrive_dlq  = aws_sqs_queue.dlq["redrive"].name
+    schedule_dlq = aws_sqs_queue.dlq["schedule"].name
   }
 }
 

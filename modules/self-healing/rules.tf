@@ -128,11 +128,11 @@ resource "aws_cloudwatch_event_target" "retry" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.rules_dlq.arn
+    arn = aws_sqs_queue.dlq["rules"].arn
   }
 
   # EventBridge may invoke the redrive function, and dead-letter to the rules DLQ, once these exist.
-  depends_on = [aws_lambda_permission.redrive, aws_sqs_queue_policy.rules_dlq]
+  depends_on = [aws_lambda_permission.redrive, aws_sqs_queue_policy.dlq]
 }
 
 resource "aws_cloudwatch_event_rule" "exhausted" {
@@ -172,9 +172,9 @@ resource "aws_cloudwatch_event_target" "exhausted" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.rules_dlq.arn
+    arn = aws_sqs_queue.dlq["rules"].arn
   }
 
   # The queue policies let these rules (and only these) send, and dead-letter.
-  depends_on = [aws_sqs_queue_policy.exhausted, aws_sqs_queue_policy.rules_dlq]
+  depends_on = [aws_sqs_queue_policy.exhausted, aws_sqs_queue_policy.dlq]
 }

@@ -29,6 +29,7 @@ MODULES = (
     "modules/scheduler",
     "modules/monitoring",
     "modules/function",
+    "modules/queue",
 )
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 NOW = datetime(2026, 11, 30, 10, 0, 5, tzinfo=UTC)
