@@ -20,6 +20,7 @@ from serverless_retry.records import record_id
 if TYPE_CHECKING:
     from serverless_retry.policy import Decision
     from serverless_retry.retry_log import RetryLogGroup
+    from serverless_retry.signing import EnvelopeSigner
 
 __all__ = ["LOG_ERROR_CHARS", "BatchState", "short_error"]
 
@@ -55,13 +56,15 @@ class BatchState:
         "retries",
         "retry_groups",
         "scheduled",
+        "signer",
         "unidentified",
         "visibility",
     )
 
-    def __init__(self, counts: BatchCounts, *, ordered: bool) -> None:
+    def __init__(self, counts: BatchCounts, *, ordered: bool, signer: EnvelopeSigner | None = None) -> None:
         self.counts = counts
         self.ordered = ordered  # FIFO ordered: a failure holds back the rest of its group
+        self.signer = signer  # with the claims table: signs the envelopes the batch writes
         self.delayed: list[Outgoing] = []
         self.scheduled: list[ScheduledRetry] = []
         self.visibility: list[VisibilityChange] = []

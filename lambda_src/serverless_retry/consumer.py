@@ -34,81 +34,49 @@ Powertools for logging, metrics and (optionally) the processor's idempotency.
 
 from __future__ import annotations
 
-import logging
 import random
-import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
+from serverless_retry.batch_response import (
+    RETRIES_PLANNED,
+    BatchItemFailure,
+    BatchResponse,
+    BatchResult,
+    log_retries,
+    publish,
+)
 from serverless_retry.batch_state import BatchState, short_error
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ENV_CLAIMS_TABLE, ConsumerSettings, QueueTargets
-from serverless_retry.delivery import (
-    CallKind,
-    Delivery,
-    Outgoing,
-    ScheduledRetry,
-    VisibilityChange,
-    dedup_id,
-    final_message,
-)
-from serverless_retry.envelope import (
-    MAX_ATTEMPT,
-    Incoming,
-    Outcome,
-    RetryContext,
-    attributes_from_record,
-    fits,
-    schedule_name,
-    waiting_copy,
-)
-from serverless_retry.errors import ConfigError, EventShapeError, KeyUnavailable, UnhandledRecordError
+from serverless_retry.delivery import Delivery, VisibilityChange
+from serverless_retry.errors import ConfigError, EventShapeError
+from serverless_retry.final_copies import FinalCopies, short_traceback
 from serverless_retry.idempotent_processor import (
     IdempotentProcessor,
     InProgressElsewhere,
     idempotent_processor,
 )
-from serverless_retry.message import (
-    Exhausted,
-    ExhaustedHook,
-    Message,
-    Processor,
-    first_delivery,
-    original_incoming,
-)
+from serverless_retry.message import ExhaustedHook, Message, Processor, original_incoming
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
-from serverless_retry.planning import (
-    Copy,
-    Final,
-    InPlace,
-    QueueFacts,
-    RecordFacts,
-    Step,
-    expiry_problem,
-    hop_limit,
-    latest_due,
-    plan_failure,
-)
-from serverless_retry.planning import arrival as copy_arrival
+from serverless_retry.planning import Final, InPlace, QueueFacts, Step, plan_failure
 from serverless_retry.policy import RetryPolicy
+from serverless_retry.record_gate import RecordGate
 from serverless_retry.record_reader import ReadRecord, first_delivery_of, group_of, read, read_message
-from serverless_retry.records import raw_text, record_id, record_problem, unidentified_id
-from serverless_retry.verdicts import GO, HAND_BACK, Hide, Verdict, WaitUntil
+from serverless_retry.records import record_problem
+from serverless_retry.retry_copies import queue_copy
 
 if TYPE_CHECKING:
     from serverless_retry.admission import Admission
     from serverless_retry.claims import ClaimStore
-    from serverless_retry.retry_log import RetryLogGroup
-    from serverless_retry.signing import EnvelopeSigner
 
-# serverless_retry.admission (and claims) is imported where a claims table is in use (_admission):
-# a consumer without one never runs it.
+# serverless_retry.admission (and claims) is imported where a claims table is in use
+# (RecordGate.admission): a consumer without one never runs it.
 
 __all__ = [
     "RETRIES_PLANNED",
@@ -122,47 +90,6 @@ __all__ = [
     "short_traceback",
     "sqs_records",
 ]
-
-TRACEBACK_FRAMES = 8
-TRACEBACK_CHARS = 2_000
-# The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
-# messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
-# of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
-# are disabled). The final copies keep a line each.
-RETRIES_PLANNED = "processing failed; retries planned"
-_NO_ATTRIBUTES = Outgoing._field_defaults["attributes"]  # an Outgoing's attributes when it has none
-# The Powertools Logger's own format keys: not copied onto the metrics line that carries the retries.
-_LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
-
-
-class BatchItemFailure(TypedDict):
-    itemIdentifier: str
-
-
-class BatchResponse(TypedDict):
-    batchItemFailures: list[BatchItemFailure]
-
-
-@dataclass
-class BatchResult:
-    failed_ids: list[str]  # record message ids for batchItemFailures, in record order
-    counts: BatchCounts
-    retries: list[RetryLogGroup] = field(default_factory=list)  # the RETRIES_PLANNED groups
-    retried: int = 0  # messages in them
-
-    def response(self) -> BatchResponse:
-        return {"batchItemFailures": [{"itemIdentifier": i} for i in self.failed_ids]}
-
-
-def short_traceback(error: BaseException) -> str:
-    """The last frames of the error's traceback, bounded in size (the tail is the informative part)."""
-    try:
-        text = "".join(
-            traceback.format_exception(type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES)
-        )
-    except Exception:  # an exception object hostile enough to break formatting
-        text = f"{type(error).__name__}: <traceback unavailable>"
-    return text[-TRACEBACK_CHARS:]
 
 
 def _describe_event(event: Mapping[str, Any]) -> str:
@@ -234,9 +161,10 @@ class RetryingConsumer:
     for the retry-exhausted queue, before it is sent; if it raises, the error is logged and the copy
     is sent anyway.
 
-    One batch: each record is read (``record_reader``), admitted (``admission``: the claims' verdict),
-    run, and its failure decided (``planning``) into the batch's state (``batch_state``), whose calls
-    are delivered after the loop; the response names the records handed back.
+    One batch: each record is read (``record_reader``), admitted (``record_gate``, with the claims'
+    verdict), run, and its failure decided (``planning``; ``retry_copies``, ``final_copies``) into the
+    batch's state (``batch_state``), whose calls are delivered after the loop; the response
+    (``batch_response``) names the records handed back.
     """
 
     def __init__(
@@ -256,7 +184,6 @@ class RetryingConsumer:
         from serverless_retry.async_processor import synchronous  # async handlers run to completion
 
         self.processor = processor if isinstance(processor, IdempotentProcessor) else synchronous(processor)
-        self.on_exhausted = on_exhausted
         self.policy = policy
         self.targets = targets
         self.clients = clients or AwsClients()
@@ -270,14 +197,33 @@ class RetryingConsumer:
         self.metrics = metrics or ConsumerMetrics()
         self.delivery = Delivery(self.clients, targets, self.logger, self.clock)
         _require_claims_in_place(targets, claims)
-        self.claims = claims  # (tests may set it later: the admission follows it)
         self.delivery.resend_after_timeout = claims is not None
-        self._admitting: Admission | None = None  # see _admission
         self._in_place = targets.in_place or policy.transport == "visibility"
         self._ordered = targets.in_place  # FIFO ordered: a failure holds back the rest of its group
-        self._fifo = targets.source_is_fifo
         self._source = targets.queue_arn
         self.queue = _queue_facts(targets, in_place=self._in_place)
+        self.final = FinalCopies(targets, self.logger, self.clock, on_exhausted)
+        self.gate = RecordGate(
+            policy, self.queue, targets, clients=self.clients, logger=self.logger, clock=self.clock,
+            final=self.final, claims=claims, in_place=self._in_place,
+        )  # fmt: skip
+
+    # The claims store and the exhausted hook live where they are used (set here, they follow).
+    @property
+    def claims(self) -> ClaimStore | None:
+        return self.gate.claims
+
+    @claims.setter
+    def claims(self, claims: ClaimStore | None) -> None:
+        self.gate.claims = claims
+
+    @property
+    def on_exhausted(self) -> ExhaustedHook | None:
+        return self.final.on_exhausted
+
+    @on_exhausted.setter
+    def on_exhausted(self, hook: ExhaustedHook | None) -> None:
+        self.final.on_exhausted = hook
 
     @classmethod
     def from_settings(
@@ -318,69 +264,11 @@ class RetryingConsumer:
         records = sqs_records(event)
         if context is not None and isinstance(self.processor, IdempotentProcessor):
             self.processor.register_lambda_context(context)
-        result = self.process_batch(records)
-        try:
-            # The retries' decisions ride on the batch's metrics line (EMF keeps properties that are
-            # not metrics as log fields, searchable like any log line): a Powertools line of their own
-            # cost more than all the rest of a batch of retries. Without metrics they get that line.
-            decisions = None if self.metrics.disabled else self._decisions(result.retries, result.retried)
-            self.metrics.publish(result.counts, decisions)
-        except Exception:  # metrics must never turn a settled batch into a failed invocation
-            self.logger.exception("publishing metrics failed")
-            self._log_retries(result.retries, result.retried)
-        else:
-            if self.metrics.disabled:
-                self._log_retries(result.retries, result.retried)
-        return result.response()
-
-    def _decisions(self, retries: list[RetryLogGroup], retried: int) -> dict[str, object] | None:
-        """The RETRIES_PLANNED fields for the batch's metrics line, with the logger's own keys (the
-        request id, cold start, keys a processor appended); None without retries or below INFO."""
-        if not retries or self.logger.log_level > logging.INFO:  # e.g. POWERTOOLS_LOG_LEVEL=WARNING
-            return None
-        # (Logger.get_current_keys is not in every Powertools 3 release: without it, no logger keys)
-        current = getattr(self.logger, "get_current_keys", None)
-        keys: dict[str, object] = current() if callable(current) else {}
-        fields: dict[str, object] = {
-            key: value
-            for key, value in keys.items()
-            if value is not None
-            and key not in _LOGGER_FORMAT_KEYS
-            and not (isinstance(value, str) and "%(" in value)
-        }
-        fields.update(level="INFO", message=RETRIES_PLANNED, count=retried, retries=retries)
-        return fields
-
-    def _log_retries(self, retries: list[RetryLogGroup], retried: int) -> None:
-        if retries:
-            self.logger.info(RETRIES_PLANNED, extra={"retries": retries, "count": retried})
+        return publish(self.process_batch(records), self.metrics, self.logger)
 
     @property
     def _admission(self) -> Admission | None:
-        """The claims' side, for the store in use (one per store; the lease read once carries over)."""
-        claims = self.claims
-        if claims is None:
-            return None
-        current = self._admitting
-        if current is None or current.claims is not claims:
-            from serverless_retry.admission import Admission
-
-            lease = current.lease if current is not None else None
-            current = self._admitting = Admission(
-                claims,
-                self.targets,
-                self.clients,
-                self.logger,
-                self.clock,
-                in_place=self._in_place,
-                lease=lease,
-            )
-        return current
-
-    @property
-    def _signer(self) -> EnvelopeSigner | None:
-        admission = self._admission
-        return admission.signer if admission is not None else None
+        return self.gate.admission
 
     # -- the batch: read → admit → run → decide, then deliver → respond ------------------------------------
     def process_batch(self, records: Iterable[Mapping[str, Any]]) -> BatchResult:
@@ -412,15 +300,17 @@ class RetryingConsumer:
         return self._respond(records, state)
 
     def _prepare(self) -> BatchState:
-        return BatchState(BatchCounts(), ordered=self._ordered)
+        admission = self.gate.admission
+        signer = admission.signer if admission is not None else None
+        return BatchState(BatchCounts(), ordered=self._ordered, signer=signer)
 
     def _respond(self, records: Sequence[Mapping[str, Any]], state: BatchState) -> BatchResult:
         state.deliver(self.delivery)
         if state.unidentified:
             try:
-                self._unidentified_unsent(state, records)
+                self.final.unidentified_unsent(state, records)
             except BaseException:  # the invocation fails: the batch's metrics line never comes
-                self._log_retries(state.retries, state.retried)
+                log_retries(self.logger, state.retries, state.retried)
                 raise
         admission = self._admission
         if state.claimed and admission is not None:
@@ -431,14 +321,14 @@ class RetryingConsumer:
         """One record the whole way: read, admitted, run, its failure decided. True on success."""
         problem = record_problem(record)
         if problem is not None:
-            self._unhandled(state, record, problem, error=None)
+            self.final.unhandled(state, record, problem, error=None)
             return False
         try:
-            admitted = self._admit(read(record), state)
+            admitted = self.gate.admit(read(record), state)
         except Exception as exc:  # a record we cannot read, or a bug of ours: kept with the reason
             self.logger.exception("could not prepare record", extra={"message_id": record.get("messageId")})
             reason = f"unhandled record: the consumer could not prepare it ({type(exc).__name__}: {short_error(exc)})"
-            self._unhandled(state, record, reason, error=exc)
+            self.final.unhandled(state, record, reason, error=exc)
             return False
         if admitted is None:
             return False
@@ -449,191 +339,6 @@ class RetryingConsumer:
             self._failed(state, message, current, error)
             return False
         return True
-
-    # -- admit ----------------------------------------------------------------------------------------------
-    def _admit(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
-        """The record's Message when it is to run now; None when it was dealt with unrun."""
-        if current.source_arn != self._source:
-            self._refuse(state, current)
-            return None
-        if state.blocks(current.group):  # FIFO ordered: its group's earlier record failed
-            self._hold_back(state, current)
-            return None
-        if current.could_be_envelope:
-            return self._admit_copy(current, state)
-        return self._admit_first(current, state)
-
-    def _admit_copy(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
-        current, verdict = self._unwrap(current, state)
-        incoming = current.incoming
-        assert incoming is not None
-        if verdict is None and incoming.kind == "invalid":
-            now = current.decided_at(self.clock.now(), in_place=self._in_place)
-            self._plan_final(
-                state, current, "invalid-envelope", error=None, reason=incoming.problem or "invalid", now=now
-            )
-            state.block(current.group)
-            return None
-        if verdict is None and incoming.kind == "envelope":
-            admission = self._admission
-            verdict = self._early(current) or (admission.admit_copy(current, state) if admission else None)
-        if verdict is not None and verdict is not GO:
-            self._act(current, state, verdict)
-            state.block(current.group)  # the rest of its group waits behind it
-            return None
-        message_id, context = current.message_id, incoming.context
-        if incoming.kind == "envelope" and self._in_place and current.receive_count > 1:
-            # In place, every receive that ran the processor is an attempt: a copy's attempt counts
-            # on from its own (receives spent held back are not attempts).
-            spent = current.receive_count - 1 - state.holds.get(message_id, 0)
-            context = replace(context, attempt=min(MAX_ATTEMPT, context.attempt + max(0, spent)))
-        if message_id in state.repeat:
-            context = replace(context, attempt=state.repeat[message_id])
-        incoming = incoming._replace(context=context)
-        message = Message(message_id, incoming.body, incoming.attributes, context, current.record)
-        return message, current._replace(incoming=incoming)
-
-    def _admit_first(self, current: ReadRecord, state: BatchState) -> tuple[Message, ReadRecord] | None:
-        message_id, receives = current.message_id, current.receive_count
-        admission = self._admission
-        if admission is not None and receives > 1:
-            verdict = admission.admit_first(current, state)
-            if verdict is not GO:
-                self._act(current, state, verdict)
-                if message_id in state.failed:
-                    state.block(current.group)  # it goes back unclaimed: the rest of its group waits
-                return None  # a redelivery whose handling already finished, or goes back
-        if self._in_place:  # receives spent held back behind its group are not attempts
-            attempt = state.repeat.get(message_id, max(1, receives - state.holds.get(message_id, 0)))
-        else:
-            attempt = 1
-        return first_delivery(message_id, current.body, current.record, self._source, attempt), current
-
-    def _unwrap(self, current: ReadRecord, state: BatchState) -> tuple[ReadRecord, Verdict | None]:
-        """The record's body classified (``envelope.unwrap``), its signature checked with the claims
-        table; with a verdict when the key cannot be read: the copy then waits as for an outage."""
-        now = self.clock.now()
-        receive_count = current.receive_count if self._in_place else 1
-        latest = self._latest_due(now)
-        admission = self._admission
-        signer = admission.signer if admission is not None else None
-        try:
-            incoming = current.unwrapped(
-                source=self._source, receive_count=receive_count, latest_due=latest, signer=signer
-            )
-        except KeyUnavailable:
-            incoming = current.unwrapped(source=self._source, receive_count=receive_count, latest_due=latest)
-            current = current._replace(incoming=incoming)
-            if incoming.kind != "envelope" or admission is None:
-                return current, None  # an invalid envelope needs no key: it goes to the exhausted queue
-            state.counts.claims_unavailable += 1
-            return current, admission.key_unavailable(current, now)
-        if incoming.kind == "envelope" and incoming.problem is not None:
-            self.logger.warning(incoming.problem, extra={"message_id": current.message_id})
-        return current._replace(incoming=incoming), None
-
-    def _latest_due(self, now: datetime) -> datetime:
-        """The latest due time a copy arriving at ``now`` can carry: what the policy could have planned
-        (``planning.latest_due``), and with the claims table the protocol's own longest wait: a copy that
-        met a live claim waits until that claim's lease ends plus the takeover grace."""
-        due = latest_due(self.policy, now)
-        admission = self._admission
-        if admission is None:
-            return due
-        return max(due, now + timedelta(seconds=admission.longest_wait()))
-
-    def _early(self, current: ReadRecord) -> Verdict | None:
-        """A copy that arrived before it is due waits again, unprocessed; None when it is due."""
-        incoming = current.incoming
-        assert incoming is not None
-        wait = copy_arrival(incoming, current.facts, self.queue, now=self.clock.now())
-        if wait is None:
-            return None
-        context = incoming.context
-        self.logger.info(
-            "copy arrived before it is due; it waits again, unprocessed",
-            extra={
-                "message_id": current.message_id,
-                "retry_id": context.id,
-                "attempt": context.attempt,
-                "due_at": wait.due_at.isoformat(),
-                "remaining_seconds": wait.remaining_seconds,
-            },
-        )
-        if wait.hide_seconds is not None:
-            return Hide(wait.hide_seconds)  # this very message is the copy: it must not be deleted
-        # Carried on as the same copy, naming this message: a claim it may hold (it claimed on an
-        # earlier receive, then came back early by another instance's clock) stays its own.
-        return WaitUntil(wait.due_at, "wait", named=self.claims is not None)
-
-    def _act(self, current: ReadRecord, state: BatchState, verdict: Verdict) -> None:
-        """What a verdict other than GO does with the record (ACKNOWLEDGE: nothing, it is deleted)."""
-        message_id = current.message_id
-        if isinstance(verdict, WaitUntil):
-            assert current.incoming is not None
-            body = current.body
-            if verdict.named:
-                carried = waiting_copy(body, claimant=message_id, due_at=verdict.until)
-                if fits(carried, self.targets.max_message_bytes):
-                    body = carried
-                elif verdict.hide_instead is not None:
-                    verdict = Hide(verdict.hide_instead)
-            if isinstance(verdict, WaitUntil):
-                retry_id = current.incoming.context.id
-                copy = self._hop(
-                    message_id,
-                    body,
-                    verdict.until,
-                    current.facts,
-                    retry_id=retry_id,
-                    tag=verdict.tag,
-                    kind=CallKind.WAIT,
-                )
-                state.delayed.append(copy)
-                return
-        if isinstance(verdict, Hide):
-            state.hide(
-                VisibilityChange(message_id, current.receipt_handle, verdict.seconds, kind=CallKind.WAIT)
-            )
-        elif verdict is HAND_BACK:
-            state.hand_back(message_id)
-
-    def _refuse(self, state: BatchState, current: ReadRecord) -> None:
-        self.logger.error(
-            "record refused: it comes from another queue than this consumer's; handed back unprocessed",
-            extra={
-                "message_id": current.message_id,
-                "event_source_arn": current.source_arn,
-                "configured_queue_arn": self._source,
-            },
-        )
-        state.counts.refused += 1
-        state.hand_back(current.message_id)
-
-    def _hold_back(self, state: BatchState, current: ReadRecord) -> None:
-        """FIFO ordered: a later record of a group whose earlier record failed in this batch."""
-        resumes = state.resumes(current.group)
-        if resumes is not None:
-            problem = expiry_problem(current.facts, self.targets.retention_seconds, resumes)
-            if problem is not None:
-                incoming = current.unwrapped(source=self._source, receive_count=current.receive_count)
-                reason = f"held back behind an earlier message of its group: {problem}"
-                now = self.clock.now()
-                self._plan_final(
-                    state,
-                    current._replace(incoming=incoming),
-                    "exhausted",
-                    error=None,
-                    reason=reason,
-                    now=now,
-                )
-                return
-        admission = self._admission
-        if admission is not None:
-            admission.count_hold(current.message_id)
-        # Visible again at once: the failed record, still hidden, holds the group, which then resumes
-        # with it. Left in flight, this record would hold the group for a whole visibility timeout.
-        state.hide(VisibilityChange(current.message_id, current.receipt_handle, 0, kind=CallKind.HELD_BACK))
 
     # -- decide ---------------------------------------------------------------------------------------------
     def _failed(
@@ -657,7 +362,7 @@ class RetryingConsumer:
         except Exception:
             problem = record_problem(message.record)
             if problem is not None:  # (the fast path reads no more than it needs: a bad record shows here)
-                self._unhandled(state, message.record, problem, error=error)
+                self.final.unhandled(state, message.record, problem, error=error)
                 return
             self.logger.exception("could not plan the retry", extra={"message_id": message_id})
             state.hand_back(message_id)
@@ -676,7 +381,7 @@ class RetryingConsumer:
             error,
             now=now,
             seed=self._seed,
-            signer=self._signer,
+            signer=state.signer,
         )
         message_id, context = current.message_id, incoming.context
         if isinstance(step, Final):
@@ -688,7 +393,7 @@ class RetryingConsumer:
             ):
                 state.hand_back(message_id)
                 return step
-            self._plan_final(state, current, step.outcome, error=error, reason=step.reason, now=now)
+            self.final.plan(state, current, step.outcome, error=error, reason=step.reason, now=now)
             return step
         state.log_retry(message_id, context.id, context.attempt, error, step.decision)
         if isinstance(step, InPlace):
@@ -697,173 +402,8 @@ class RetryingConsumer:
                 VisibilityChange(message_id, current.receipt_handle, step.timeout_seconds, due)
             )
             return step
-        self._queue_copy(state, current, step)
+        queue_copy(state, current, step, self.queue.fifo, self.targets.retention_seconds)
         return step
-
-    def _queue_copy(self, state: BatchState, current: ReadRecord, step: Copy) -> None:
-        """A retry's copy: SQS-delayed, in delay hops, or through a one-time schedule."""
-        assert current.incoming is not None
-        message_id, facts, context = current.message_id, current.facts, current.incoming.context
-        next_attempt = context.attempt + 1
-        # (unpacked once: each NamedTuple field read by name costs an attribute lookup)
-        transport, delay_seconds, due_at, body, _ = step
-        if transport == "sqs-delay":
-            # DelaySeconds is taken at send time from the due time, so the copy is visible at decision
-            # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
-            # then comes less than a second early at most, which counts as due).
-            # (Positional, through tuple.__new__: keywords cost a NamedTuple a third more per record.)
-            copy = (
-                message_id,
-                body,
-                _NO_ATTRIBUTES,
-                delay_seconds,
-                facts.group_id,
-                None,
-                due_at,
-                CallKind.DELAYED,
-            )
-            state.delayed.append(tuple.__new__(Outgoing, copy))
-            return
-        hops = self._hop(
-            message_id, body, due_at, facts, retry_id=context.id, tag=next_attempt, kind=CallKind.HOPS
-        )
-        if transport == "sqs-hops":
-            state.delayed.append(hops)
-            return
-        group = (facts.group_id or context.id) if self._fifo else None
-        description = f"serverless-retry attempt {next_attempt} of {context.id}"
-        name = schedule_name(context.id, next_attempt)
-        state.scheduled.append(ScheduledRetry(message_id, name, due_at, body, group, description, hops))
-
-    def _hop(
-        self,
-        key: str,
-        body: str,
-        due_at: datetime,
-        facts: RecordFacts,
-        *,
-        retry_id: str,
-        tag: object,
-        kind: CallKind,
-    ) -> Outgoing:
-        """A copy that waits in the source queue until ``due_at``: SQS delays of at most the hop limit
-        (re-delayed on arrival while early); on a FIFO queue (no per-message delay) it arrives at once
-        and is hidden there, with its group id and a deduplication id a redelivered record repeats.
-        On a standard queue it keeps the producer's MessageGroupId (a fair queue's tenant), if any."""
-        if self._fifo:
-            group = facts.group_id or retry_id
-            return Outgoing(
-                key, body, group_id=group, dedup_id=dedup_id(retry_id, tag, facts.message_id), kind=kind
-            )
-        limit = hop_limit(self.targets.retention_seconds)
-        return Outgoing(key, body, delay_seconds=limit, due_at=due_at, group_id=facts.group_id, kind=kind)
-
-    # -- final copies ---------------------------------------------------------------------------------------
-    def _unhandled(
-        self, state: BatchState, record: object, reason: str, *, error: BaseException | None
-    ) -> None:
-        """A record the consumer cannot handle: to the retry-exhausted queue with the reason (outcome
-        invalid-envelope), its body (or the record itself) kept. If that send fails it is handed back
-        alone, by its messageId; one without a usable messageId cannot be (see ``records``)."""
-        message_id = record_id(record)
-        raw = raw_text(record)
-        key = message_id
-        if key is None:
-            key = f"<record without messageId #{len(state.unidentified) + 1}>"
-            state.unidentified.append(key)
-        attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
-        incoming = Incoming(
-            kind="invalid",
-            body=raw,
-            attributes=attributes_from_record(attributes) if isinstance(attributes, Mapping) else {},
-            context=RetryContext(message_id or unidentified_id(raw), 1, None, (), self._source),
-            meta=None,
-            problem=reason,
-        )
-        kept = ReadRecord(key, raw, RecordFacts(key), record if isinstance(record, Mapping) else {}, incoming)
-        try:
-            self._plan_final(
-                state, kept, "invalid-envelope", error=error, reason=reason, now=self.clock.now()
-            )
-        except Exception:  # not even that: hand it back (by its id, when it has one)
-            self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
-            state.hand_back(key)
-        if message_id is not None:
-            state.block(group_of(record))  # the rest of its group waits behind it, as for any failure
-
-    def _unidentified_unsent(self, state: BatchState, records: Sequence[Mapping[str, Any]]) -> None:
-        """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
-        name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
-        all. So fail the invocation only when that takes nothing else back - every other record goes
-        back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
-        unsent = [key for key in state.unidentified if key in state.failed]
-        if not unsent:
-            return
-        others = [i for i in (record_id(r) for r in records) if i is not None]
-        if all(i in state.failed for i in others):
-            raise UnhandledRecordError(
-                f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
-                "failing the invocation returns only them and records already handed back"
-            )
-        self.logger.error(
-            "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
-            "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
-            extra={"records": len(unsent)},
-        )
-
-    def _plan_final(
-        self,
-        state: BatchState,
-        current: ReadRecord,
-        outcome: Outcome,
-        *,
-        error: BaseException | None,
-        reason: str,
-        now: datetime,
-    ) -> None:
-        incoming = current.incoming
-        assert incoming is not None
-        traceback_text = short_traceback(error) if error is not None else ""
-        body, attributes, form = final_message(
-            incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
-            max_bytes=self.targets.exhausted_max_message_bytes, signer=self._signer,
-        )  # fmt: skip
-        message_id, context = current.message_id, incoming.context
-        group = group_of(current.record) or None  # a standard queue keeps the producer's (fair queue) group
-        dedup = None
-        if self.targets.exhausted_is_fifo:
-            group = group or context.id
-            dedup = dedup_id(context.id, context.attempt, outcome)
-        state.final(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup), outcome)
-        self.logger.warning(
-            "message goes to the retry-exhausted queue",
-            extra={
-                "message_id": message_id, "retry_id": context.id, "attempt": context.attempt,
-                "outcome": outcome, "reason": reason, "form": form,
-                "error_type": type(error).__name__ if error is not None else None,
-            },
-        )  # fmt: skip
-        if self.on_exhausted is not None and message_id not in state.repeat:
-            # Not on the repeat path: this record's final decision was recorded (and the hook called)
-            # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
-            self._call_exhausted_hook(current, error, Exhausted(outcome, reason))
-
-    def _call_exhausted_hook(
-        self, current: ReadRecord, error: BaseException | None, exhausted: Exhausted
-    ) -> None:
-        assert self.on_exhausted is not None
-        assert current.incoming is not None
-        incoming = current.incoming
-        try:
-            message = Message(
-                current.message_id, incoming.body, incoming.attributes, incoming.context, current.record
-            )
-            self.on_exhausted(message, error, exhausted)
-        except BaseException:  # the user's hook: whatever it raises, the final copy is still sent
-            self.logger.exception(
-                "the on_exhausted hook failed; the message still goes to the retry-exhausted queue",
-                extra={"message_id": current.message_id, "retry_id": incoming.context.id},
-            )
 
 
 def consumer_from_env(environ: Mapping[str, str] | None = None) -> RetryingConsumer:

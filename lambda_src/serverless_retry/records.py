@@ -5,7 +5,7 @@ hand-built event, a test, a mangled replay) cannot be processed, and one without
 cannot even be handed back alone: an empty or null ``itemIdentifier``, or one naming no message of
 the batch, makes Lambda treat the whole batch as failed, innocent neighbours included (Lambda
 developer guide, "Reporting batch item failures"). So each goes to the retry-exhausted queue with its
-reason; see ``RetryingConsumer._unhandled``. Pure.
+reason; see ``final_copies.FinalCopies.unhandled``. Pure.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import serverless_retry.claims as claims_module
-import serverless_retry.consumer as consumer_module
+import serverless_retry.record_gate as record_gate_module
 from serverless_retry.planning import latest_due
 
 from tests.support.protocol_check import SCENARIOS, Config, Report, explore
@@ -48,7 +48,7 @@ def test_every_interleaving_keeps_the_guarantees(scenario: str) -> None:
 def test_a_copy_that_hops_without_naming_itself_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """Defect 5's class put back: a waiting or early copy carried on without its own id in claimants
     (its claim, past its lease, then proves it finished: acknowledged as a duplicate, lost)."""
-    monkeypatch.setattr(consumer_module, "waiting_copy", lambda body, **_: body)
+    monkeypatch.setattr(record_gate_module, "waiting_copy", lambda body, **_: body)
     report = check("early-rehop")
     assert any("lost" in problem for problem in report.counterexamples), report.text()
 
@@ -88,7 +88,7 @@ def test_a_due_time_bound_without_the_claims_wait_is_found(monkeypatch: pytest.M
     def policy_only(self: Any, now: datetime) -> datetime:
         return latest_due(self.policy, now)
 
-    monkeypatch.setattr(consumer_module.RetryingConsumer, "_latest_due", policy_only)
+    monkeypatch.setattr(record_gate_module.RecordGate, "_latest_due", policy_only)
     report = check("waiting-copy-due")
     assert any(problem.startswith("(d)") for problem in _problems(report)), report.text()
 

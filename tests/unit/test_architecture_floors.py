@@ -31,7 +31,8 @@ FLOORS = {
     ),
     **dict.fromkeys(
         [
-            "consumer", "admission", "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
+            "consumer", "admission", "record_gate", "final_copies", "retry_copies", "batch_response",
+            "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
             "selfheal.reinvoke",
         ],
         ORCHESTRATION,

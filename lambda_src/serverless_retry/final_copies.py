@@ -1,0 +1,168 @@
+"""The consumer's final copies: what goes to the retry-exhausted queue, and how.
+
+A record whose retries are over (exhausted, non-retryable, too large to retry, an invalid envelope,
+one that would expire held back behind its group) gets one final copy, planned into the batch's
+state with its reason; the ``on_exhausted`` hook hears of it before it is sent. A record the consumer
+cannot handle at all (``unhandled``) is kept the same way, its body or the record itself. After the
+calls, ``unidentified_unsent`` deals with the records without a messageId whose copy was not sent.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from serverless_retry.delivery import Outgoing, dedup_id, final_message
+from serverless_retry.envelope import Incoming, Outcome, RetryContext, attributes_from_record
+from serverless_retry.errors import UnhandledRecordError
+from serverless_retry.message import Exhausted, ExhaustedHook, Message
+from serverless_retry.planning import RecordFacts
+from serverless_retry.record_reader import ReadRecord, group_of
+from serverless_retry.records import raw_text, record_id, unidentified_id
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+
+    from serverless_retry.batch_state import BatchState
+    from serverless_retry.clock import Clock
+    from serverless_retry.config import QueueTargets
+
+__all__ = ["TRACEBACK_CHARS", "TRACEBACK_FRAMES", "FinalCopies", "short_traceback"]
+
+TRACEBACK_FRAMES = 8
+TRACEBACK_CHARS = 2_000
+
+
+def short_traceback(error: BaseException) -> str:
+    """The last frames of the error's traceback, bounded in size (the tail is the informative part)."""
+    try:
+        text = "".join(
+            traceback.format_exception(type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES)
+        )
+    except Exception:  # an exception object hostile enough to break formatting
+        text = f"{type(error).__name__}: <traceback unavailable>"
+    return text[-TRACEBACK_CHARS:]
+
+
+class FinalCopies:
+    """Plans final copies into a batch's state (signed with the batch's signer, when it has one)."""
+
+    def __init__(
+        self,
+        targets: QueueTargets,
+        logger: Logger,
+        clock: Clock,
+        on_exhausted: ExhaustedHook | None,
+    ) -> None:
+        self.targets = targets
+        self.logger = logger
+        self.clock = clock
+        self.on_exhausted = on_exhausted
+        self._source = targets.queue_arn
+
+    def unhandled(
+        self, state: BatchState, record: object, reason: str, *, error: BaseException | None
+    ) -> None:
+        """A record the consumer cannot handle: to the retry-exhausted queue with the reason (outcome
+        invalid-envelope), its body (or the record itself) kept. If that send fails it is handed back
+        alone, by its messageId; one without a usable messageId cannot be (see ``records``)."""
+        message_id = record_id(record)
+        raw = raw_text(record)
+        key = message_id
+        if key is None:
+            key = f"<record without messageId #{len(state.unidentified) + 1}>"
+            state.unidentified.append(key)
+        attributes = record.get("messageAttributes") if isinstance(record, Mapping) else None
+        incoming = Incoming(
+            kind="invalid",
+            body=raw,
+            attributes=attributes_from_record(attributes) if isinstance(attributes, Mapping) else {},
+            context=RetryContext(message_id or unidentified_id(raw), 1, None, (), self._source),
+            meta=None,
+            problem=reason,
+        )
+        kept = ReadRecord(key, raw, RecordFacts(key), record if isinstance(record, Mapping) else {}, incoming)
+        try:
+            self.plan(state, kept, "invalid-envelope", error=error, reason=reason, now=self.clock.now())
+        except Exception:  # not even that: hand it back (by its id, when it has one)
+            self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
+            state.hand_back(key)
+        if message_id is not None:
+            state.block(group_of(record))  # the rest of its group waits behind it, as for any failure
+
+    def plan(
+        self,
+        state: BatchState,
+        current: ReadRecord,
+        outcome: Outcome,
+        *,
+        error: BaseException | None,
+        reason: str,
+        now: datetime,
+    ) -> None:
+        """The record's final copy, queued in the batch's state; the hook told (once per decision)."""
+        incoming = current.incoming
+        assert incoming is not None
+        traceback_text = short_traceback(error) if error is not None else ""
+        body, attributes, form = final_message(
+            incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
+            max_bytes=self.targets.exhausted_max_message_bytes, signer=state.signer,
+        )  # fmt: skip
+        message_id, context = current.message_id, incoming.context
+        group = group_of(current.record) or None  # a standard queue keeps the producer's (fair queue) group
+        dedup = None
+        if self.targets.exhausted_is_fifo:
+            group = group or context.id
+            dedup = dedup_id(context.id, context.attempt, outcome)
+        state.final(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup), outcome)
+        self.logger.warning(
+            "message goes to the retry-exhausted queue",
+            extra={
+                "message_id": message_id, "retry_id": context.id, "attempt": context.attempt,
+                "outcome": outcome, "reason": reason, "form": form,
+                "error_type": type(error).__name__ if error is not None else None,
+            },
+        )  # fmt: skip
+        if self.on_exhausted is not None and message_id not in state.repeat:
+            # Not on the repeat path: this record's final decision was recorded (and the hook called)
+            # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
+            self._call_exhausted_hook(current, error, Exhausted(outcome, reason))
+
+    def _call_exhausted_hook(
+        self, current: ReadRecord, error: BaseException | None, exhausted: Exhausted
+    ) -> None:
+        assert self.on_exhausted is not None
+        assert current.incoming is not None
+        incoming = current.incoming
+        try:
+            message = Message(
+                current.message_id, incoming.body, incoming.attributes, incoming.context, current.record
+            )
+            self.on_exhausted(message, error, exhausted)
+        except BaseException:  # the user's hook: whatever it raises, the final copy is still sent
+            self.logger.exception(
+                "the on_exhausted hook failed; the message still goes to the retry-exhausted queue",
+                extra={"message_id": current.message_id, "retry_id": incoming.context.id},
+            )
+
+    def unidentified_unsent(self, state: BatchState, records: Sequence[Mapping[str, Any]]) -> None:
+        """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
+        name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
+        all. So fail the invocation only when that takes nothing else back - every other record goes
+        back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
+        unsent = [key for key in state.unidentified if key in state.failed]
+        if not unsent:
+            return
+        others = [i for i in (record_id(r) for r in records) if i is not None]
+        if all(i in state.failed for i in others):
+            raise UnhandledRecordError(
+                f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
+                "failing the invocation returns only them and records already handed back"
+            )
+        self.logger.error(
+            "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
+            "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
+            extra={"records": len(unsent)},
+        )
