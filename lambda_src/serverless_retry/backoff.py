@@ -133,6 +133,8 @@ _BACKOFF_FIELDS = ("strategy", "base_seconds", "multiplier", "max_seconds", "jit
 
 @dataclass(frozen=True)
 class Backoff:
+    """A delay curve (fixed, linear, exponential) with its cap and jitter."""
+
     strategy: Strategy = "exponential"
     base_seconds: float = 10
     multiplier: float = 2  # exponential: base * multiplier**(n-1); linear: base * n (multiplier unused)

@@ -135,6 +135,8 @@ class QueueTargets:
 
 @dataclass(frozen=True)
 class ConsumerSettings:
+    """Everything the consumer is built from: read and validated from the environment by ``from_env``."""
+
     processor: str  # "module:function"; import it with load_processor()
     policy: RetryPolicy
     targets: QueueTargets

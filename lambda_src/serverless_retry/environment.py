@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from serverless_retry.clock import Clock, ScaledClock, SystemClock
+from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.errors import ConfigError, PolicyError
 
 if TYPE_CHECKING:
@@ -179,6 +179,8 @@ def clock(env: Mapping[str, str]) -> Clock:
     scale = _finite(ENV_CLOCK_SCALE, scale_raw)
     if scale <= 0:
         raise ConfigError(ENV_CLOCK_SCALE, f"must be > 0, got {scale_raw!r}")
+    from serverless_retry.scaled_clock import ScaledClock  # the local emulator's only: not on AWS
+
     return ScaledClock(epoch=_finite(ENV_CLOCK_EPOCH, epoch_raw), scale=scale)
 
 

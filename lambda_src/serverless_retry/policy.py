@@ -5,6 +5,7 @@ Pure: the clock (``now``) and the randomness (``rand``) are arguments, so a deci
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -244,6 +245,8 @@ _tuple_new = tuple.__new__
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """A retry policy (docs/retry-policy.md): the budget, the backoff, the rules, where retries go."""
+
     max_attempts: int = 5
     max_age_seconds: int | None = None
     backoff: Backoff = field(default_factory=Backoff)
@@ -644,7 +647,10 @@ def retry_after_hint(error: BaseException) -> object:
     return _header(headers, "Retry-After")
 
 
-_DELTA_SECONDS = re.compile(r"\d+(\.\d+)?")
+@functools.cache
+def _delta_seconds() -> re.Pattern[str]:
+    """Compiled on the first Retry-After string read, not at cold start."""
+    return re.compile(r"\d+(\.\d+)?")
 
 
 def retry_after_seconds(value: RetryAfter | object, now: datetime) -> float | None:
@@ -663,7 +669,7 @@ def retry_after_seconds(value: RetryAfter | object, now: datetime) -> float | No
         when = raw
     elif isinstance(raw, str):
         text = raw.strip()
-        if _DELTA_SECONDS.fullmatch(text):
+        if _delta_seconds().fullmatch(text):
             return float(text)
         try:
             when = parsedate_to_datetime(text)
