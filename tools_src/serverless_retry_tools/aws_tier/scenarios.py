@@ -248,7 +248,9 @@ _FAILED = {"charge failed: payment gateway unavailable": "HttpError"}
 _STARTED = "invoicing"  # the invoice function's attempt: "invoice sent" follows unless it failed
 
 
-def invocations_from_logs(logs: Any, functions: list[str]) -> list[Invocation]:
+def invocations_from_logs(
+    logs: Any, functions: list[str], log_time_ms: Callable[[int], int] = int
+) -> list[Invocation]:
     """One :class:`Invocation` per attempt each function logged (every attempt logs one line with the
     SNS message id; an invoice attempt that logged ``invoicing`` and not ``invoice sent`` failed with
     the KeyError it is written to raise)."""
@@ -267,7 +269,7 @@ def invocations_from_logs(logs: Any, functions: list[str]) -> list[Invocation]:
                     message = record.get("message")
                     ident = str(record.get("retry_id") or record.get("message_id") or "")
                     attempt = int(record.get("attempt") or 1)
-                    stamp = int(event.get("timestamp", 0))
+                    stamp = log_time_ms(int(event.get("timestamp", 0)))
                     if message in _OK:
                         finished.add((ident, attempt))
                         found.append(Invocation(function, ident, True, "", stamp))
@@ -303,7 +305,8 @@ def _self_healing(target: Target, outputs: Mapping[str, Any], out: ProgressLines
     def read() -> SelfHealingAccounting:
         logs = clients["logs"]
         redrives = parse_redrive_logs(read_log_lines(logs, f"/aws/lambda/{layout.redrive_function}"))
-        return selfheal_account(published, invocations_from_logs(logs, functions), finals, redrives)
+        invocations = invocations_from_logs(logs, functions, target.log_time_ms)
+        return selfheal_account(published, invocations, finals, redrives)
 
     result: SelfHealingAccounting = _until_balanced(target, read, lambda r: r.ok)
     totals = result.totals

@@ -62,6 +62,10 @@ class Target(Protocol):
 
     def events(self) -> list[RuntimeEvent]: ...
 
+    def log_time_ms(self, stamp_ms: int) -> int:
+        """A CloudWatch Logs event's timestamp on the target's clock (the one retries are due on)."""
+        ...
+
 
 @dataclass
 class AwsTarget:
@@ -99,6 +103,9 @@ class AwsTarget:
 
     def events(self) -> list[RuntimeEvent]:
         return []
+
+    def log_time_ms(self, stamp_ms: int) -> int:
+        return stamp_ms  # Lambda stamps log events on AWS's own clock
 
 
 class EmulatorTarget:
@@ -150,6 +157,15 @@ class EmulatorTarget:
 
     def events(self) -> list[RuntimeEvent]:
         return list(self._events)
+
+    def log_time_ms(self, stamp_ms: int) -> int:
+        # The local runtime stamps log events with the wall clock (moto refuses events over 2 hours
+        # ahead of it, which logical time soon is), so they are mapped onto the logical clock:
+        # epoch + (real - epoch) x scale. While the emulator holds its clock this runs ahead of it,
+        # so on the emulator a wait can read longer than it was, never shorter.
+        clock = self.emulator.clock
+        real = stamp_ms / 1000
+        return int((clock.epoch + (real - clock.epoch) * clock.scale) * 1000)
 
 
 def wait_logical(target: Target, seconds: float) -> None:
