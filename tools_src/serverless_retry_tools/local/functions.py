@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from serverless_retry_tools.local.architectures import declared_machine, host_machine
+from serverless_retry_tools.local.complete_trees import is_complete, publish
 from serverless_retry_tools.local.host_builds import Runnable, runnable
 from serverless_retry_tools.local.lambda_python import cache_root, version_of
 from serverless_retry_tools.local.lambda_python import resolve as resolve_python
@@ -65,7 +66,6 @@ __all__ = [
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _SENTINEL_WAIT_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
-_COMPLETE = ".serverless-retry-complete"  # written last into a code directory
 CODE_CACHE_VARIABLE = "SERVERLESS_RETRY_CODE_CACHE"
 # The emulator's clock file (held_clock.py): a worker shows Lambda code the held logical clock.
 CLOCK_FILE_VARIABLE = "SERVERLESS_RETRY_LOCAL_CLOCK_FILE"
@@ -278,7 +278,7 @@ class FunctionPool:
         sharing the work dir) never read a half-written archive or tree."""
         digest = config.code_sha256.replace("/", "_").replace("+", "-").rstrip("=") or "unknown"
         target = self._code_root / digest
-        if (target / _COMPLETE).exists():
+        if is_complete(target):
             return target
         if not config.code_location.startswith(("http://", "https://")):
             raise RuntimeError(
@@ -288,7 +288,7 @@ class FunctionPool:
         with self._pool_lock:
             lock = self._code_locks.setdefault(digest, threading.Lock())
         with lock:  # one download per digest in this runtime; the rename settles races between runtimes
-            if (target / _COMPLETE).exists():
+            if is_complete(target):
                 return target
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=target.parent))
@@ -297,15 +297,10 @@ class FunctionPool:
                     archive = io.BytesIO(response.read())
                 with zipfile.ZipFile(archive) as zf:
                     zf.extractall(staging)
-                (staging / _COMPLETE).write_text(config.code_sha256)
-                if target.exists() and not (target / _COMPLETE).exists():
+                if target.exists() and not is_complete(target):
                     # Left incomplete by an interrupted run of an older version: set it aside.
                     shutil.rmtree(target, ignore_errors=True)
-                try:
-                    staging.rename(target)
-                except OSError:
-                    if not (target / _COMPLETE).exists():  # not another runtime's complete copy
-                        raise
+                publish(staging, target, config.code_sha256)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         return target

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from serverless_retry_tools.local.architectures import Distribution, plan, scan
+from serverless_retry_tools.local.complete_trees import COMPLETE, is_complete, publish
 
 __all__ = ["HostBuildError", "Runnable", "host_build", "runnable"]
 
-_COMPLETE = ".serverless-retry-complete"
 _PIP_TIMEOUT_SECONDS = 180
 # pip's own per-request timeout and retries: without a network a build fails within about a
 # minute rather than after pip's default five retries.
@@ -59,13 +59,13 @@ def host_build(dist: Distribution, *, python: str, python_version: str, machine:
     """This host's install of ``dist`` (same version) for ``python``, built on first use under
     ``root`` with that interpreter's pip, under a file lock, renamed into place complete."""
     target = root / f"{_normal(dist.name)}-{dist.version}-py{python_version}-{machine}"
-    if (target / _COMPLETE).exists():
+    if is_complete(target):
         return target
     root.mkdir(parents=True, exist_ok=True)
     requirement = f"{dist.name}=={dist.version}"
     with (root / f".{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _COMPLETE).exists():
+        if is_complete(target):
             return target
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
         try:
@@ -84,7 +84,7 @@ def host_build(dist: Distribution, *, python: str, python_version: str, machine:
                 errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
                 detail = " ".join(errors or result.stderr.strip().splitlines()[-3:])
                 raise HostBuildError(f"pip install {requirement} for Python {python_version}: {detail}")
-            (staging / _COMPLETE).write_text(requirement)
+            (staging / COMPLETE).write_text(requirement)
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
         finally:
@@ -112,7 +112,7 @@ def _remove(site_dir: Path, dist: Distribution) -> None:
 
 def _put(build: Path, site_dir: Path) -> None:
     for entry in sorted(build.iterdir()):
-        if entry.name in (_COMPLETE, "bin", "__pycache__"):
+        if entry.name in (COMPLETE, "bin", "__pycache__"):
             continue
         if entry.is_dir():
             shutil.copytree(entry, site_dir / entry.name, dirs_exist_ok=True)
@@ -123,7 +123,7 @@ def _put(build: Path, site_dir: Path) -> None:
 def _substituted(tree: Path, builds: Sequence[tuple[Distribution, Path]], key: str) -> Path:
     """A copy of ``tree`` with each distribution replaced by its build, made once per key."""
     target = tree.parent / f"{tree.name}.host-{key}"
-    if (target / _COMPLETE).exists():
+    if is_complete(target):
         return target
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=tree.parent))
     try:
@@ -132,13 +132,7 @@ def _substituted(tree: Path, builds: Sequence[tuple[Distribution, Path]], key: s
             site_dir = staging / dist.site
             _remove(site_dir, dist)
             _put(build, site_dir)
-        (staging / _COMPLETE).unlink(missing_ok=True)  # the unpacked tree's marker, not this one's
-        (staging / _COMPLETE).write_text(" ".join(d.label for d, _ in builds))
-        try:
-            staging.rename(target)
-        except OSError:
-            if not (target / _COMPLETE).exists():  # not another runtime's complete copy
-                raise
+        publish(staging, target, " ".join(d.label for d, _ in builds))  # (replaces the tree's marker)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

@@ -28,10 +28,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from serverless_retry_tools.local.complete_trees import COMPLETE, is_complete
+
 __all__ = ["PythonRuntime", "cache_root", "resolve", "version_of"]
 
 _RUNTIME = re.compile(r"^python(3)\.(\d+)$")
-_COMPLETE = ".serverless-retry-complete"
 _PIP_TIMEOUT_SECONDS = 600
 _lock = threading.Lock()
 _resolved: dict[tuple[str, str], PythonRuntime] = {}
@@ -108,12 +109,12 @@ def runtime_libs(executable: str, version: str, root: Path) -> Path:
     renamed into place complete."""
     requirement = _boto3_requirement()
     target = root / f"python{version}-{requirement.replace('==', '-')}"
-    if (target / _COMPLETE).exists():
+    if is_complete(target):
         return target
     root.mkdir(parents=True, exist_ok=True)
     with (root / f".python{version}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _COMPLETE).exists():
+        if is_complete(target):
             return target
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
         try:
@@ -129,7 +130,7 @@ def runtime_libs(executable: str, version: str, root: Path) -> Path:
                 raise RuntimeError(
                     f"pip could not install {requirement} for Python {version}: {result.stderr[-800:]}"
                 )
-            (staging / _COMPLETE).write_text(requirement)
+            (staging / COMPLETE).write_text(requirement)
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
         finally:

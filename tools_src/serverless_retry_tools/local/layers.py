@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from serverless_retry_tools.local.complete_trees import is_complete, publish
+
 __all__ = ["LayerError", "mount"]
 
-_COMPLETE = ".serverless-retry-complete"
 # arn:<partition>:lambda:<region>:<account>:layer:<name>:<version> (Lambda's own pattern for Layers).
 _LAYER_ARN = re.compile(r"^arn:[a-zA-Z0-9-]+:lambda:([a-z0-9-]+):(\d{12}):layer:([a-zA-Z0-9_-]+):([0-9]+)$")
 _FUNCTION_ARN = re.compile(r"^arn:[a-zA-Z0-9-]+:lambda:([a-z0-9-]+):(\d{12}):function:")
@@ -78,7 +79,7 @@ def mount(lambda_client: Any, function_arn: str, arns: Sequence[str], root: Path
     key = hashlib.sha256("\n".join(sha for sha, _ in contents).encode())
     target = root / f"opt-{key.hexdigest()[:32]}"
     with _lock:
-        if (target / _COMPLETE).exists():
+        if is_complete(target):
             return target
         root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
@@ -86,12 +87,7 @@ def mount(lambda_client: Any, function_arn: str, arns: Sequence[str], root: Path
             for _, location in contents:  # in the function's order: a later layer's file wins
                 with zipfile.ZipFile(io.BytesIO(_download(location))) as zf:
                     zf.extractall(staging)
-            (staging / _COMPLETE).write_text("\n".join(arns))
-            try:
-                staging.rename(target)
-            except OSError:
-                if not (target / _COMPLETE).exists():  # not another runtime's complete copy
-                    raise
+            publish(staging, target, "\n".join(arns))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
