@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -268,8 +269,11 @@ def test_inspect_shows_the_oldest_age_from_the_emulators_cloudwatch(scheduled_re
     sqs = stack.client("sqs")
     url = stack.outputs["dlq_url"]
     _empty(sqs, url)
+    clock = stack.emulator.clock
+    sent = clock.now().timestamp()
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"order_id": "aged"}))
     time.sleep(3.0)  # 300 logical seconds at the stack's x100: a few published minutes
+    asked = clock.now().timestamp()
     try:
         result = subprocess.run(
             [sys.executable, "-m", "serverless_retry_tools.cli", "inspect", "--queue-url", url, "--backlog"],
@@ -284,7 +288,14 @@ def test_inspect_shows_the_oldest_age_from_the_emulators_cloudwatch(scheduled_re
     assert "no CloudWatch datapoint" not in result.stdout, result.stdout + result.stderr
     line = next(x for x in result.stdout.splitlines() if x.startswith("backlog:"))
     assert "(CloudWatch)" in line
-    assert "oldest 4." in line or "oldest 3." in line or "oldest 5." in line, line  # minutes
+    answered = clock.now().timestamp()
+    # The age of the latest published minute: at most the time up to the answer, at least the time
+    # up to the question less the minute a datapoint waits to be published (and 10 s of evaluation
+    # lag); bounded by the emulator's clock, so a slow machine cannot make it read wrong.
+    minutes = re.search(r"oldest (\d+(?:\.\d+)?)m", line)
+    assert minutes is not None, line
+    age = float(minutes.group(1)) * 60
+    assert max(60.0, asked - sent - 80) <= age <= answered - sent + 3, (line, asked - sent, answered - sent)
 
 
 def test_native_records_failing_fires_inside_the_redrive_window_and_recovers(
