@@ -7,6 +7,7 @@ Terraform and the runtime take.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import time
@@ -796,7 +797,7 @@ def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     theirs = {p.name for p in (*async_patches.patches(), *events_patches.patches())}
     here = [n for n in PATCHES if n not in theirs]
     for patch in here:
-        assert patch.startswith(("sqs_", "lambda_", "events_", "scheduler_")), patch
+        assert patch.startswith(("sqs_", "lambda_", "events_", "scheduler_", "dynamodb_")), patch
     # One pair per patch, by count: a new patch without tests fails here.
     raw_tests = [n for n in names if n.startswith("test_raw_moto_")]
     patched_tests = [n for n in names if n.startswith("test_patched_")]
@@ -872,3 +873,90 @@ def test_patched_recursion_config_defaults_to_terminate_and_takes_allow(patched:
     assert lam.get_function_recursion_config(FunctionName=function)["RecursiveLoop"] == "Allow"
     with pytest.raises(lam.exceptions.ResourceNotFoundException):
         lam.put_function_recursion_config(FunctionName="no-such-function", RecursiveLoop="Allow")
+
+
+# --- dynamodb_item_writes_not_atomic ------------------------------------------------------------------
+
+KEY_UPDATE = {
+    "Key": {"id": {"S": "signing-key"}},
+    "UpdateExpression": "SET #key = if_not_exists(#key, :key)",
+    "ExpressionAttributeNames": {"#key": "key"},
+    "ReturnValues": "ALL_NEW",
+}
+
+
+def _table(client: Any, name: str) -> None:
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _keys_made_together(client_for: Any, table: str, writers: int) -> set[bytes]:
+    """What ``writers`` threads, each making the key with its own value at once, are given back."""
+    import threading
+
+    results: list[bytes] = []
+    start = threading.Barrier(writers)
+
+    def make(n: int) -> None:
+        client = client_for()
+        start.wait(timeout=10)
+        response = client.update_item(
+            TableName=table, ExpressionAttributeValues={":key": {"B": bytes([n]) * 32}}, **KEY_UPDATE
+        )
+        results.append(bytes(response["Attributes"]["key"]["B"]))
+
+    threads = [threading.Thread(target=make, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(results) == writers
+    return set(results)
+
+
+def _interleaved_reads(raw_moto: bool) -> set[bytes]:
+    """In-process moto with each item read held until both writers have read: the interleaving a
+    threaded server can take. Raw moto lets both write; the patched backend lets one at a time."""
+    import threading
+
+    from moto import mock_aws
+    from moto.dynamodb.models import Table
+    from serverless_retry_tools.local.moto_patches import patched as patches_applied
+
+    both_read = threading.Barrier(2)
+    get_item = Table.get_item
+
+    def slow_get_item(self: Any, *args: Any, **kwargs: Any) -> Any:
+        item = get_item(self, *args, **kwargs)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_read.wait(timeout=1)  # patched: the other writer waits on the lock; go on alone
+        return item
+
+    names = () if raw_moto else ("dynamodb_item_writes_not_atomic",)
+    with mock_aws(), patches_applied(*names), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Table, "get_item", slow_get_item)
+
+        def client() -> Any:
+            return boto3.client("dynamodb", region_name="us-east-1")
+
+        _table(client(), "claims")
+        return _keys_made_together(client, "claims", 2)
+
+
+def test_raw_moto_gives_two_writers_of_one_item_each_their_own_value() -> None:
+    assert len(_interleaved_reads(raw_moto=True)) == 2
+
+
+def test_patched_item_writes_are_atomic_one_value_for_every_writer() -> None:
+    assert len(_interleaved_reads(raw_moto=False)) == 1
+
+
+def test_emulator_gives_concurrent_key_makers_one_key(patched: Aws) -> None:
+    for _ in range(3):  # a new table each time: the race is on the item's first write
+        table = patched.name("claims")
+        _table(patched.client("dynamodb"), table)
+        assert len(_keys_made_together(lambda: patched.client("dynamodb"), table, 12)) == 1

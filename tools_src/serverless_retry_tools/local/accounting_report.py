@@ -85,6 +85,8 @@ def print_totals(accounting: Accounting, sent: int, out: ProgressLines) -> bool:
         out(f"CONFLICT: {totals['conflict']} message(s) are in more than one final place", stamp=False)
     if accounting.unknown_finals:
         out(f"UNKNOWN: {len(accounting.unknown_finals)} final message(s) that were never sent", stamp=False)
+        for final in accounting.unknown_finals[:5]:  # their ids say why (e.g. unsigned: a chain apart)
+            out(f"  {final.place}: {final.id} ({final.outcome}, attempt {final.attempt})", stamp=False)
     if mismatched:
         out(
             f"UNEXPECTED: {len(mismatched)} message(s) ended otherwise than the example's policy says",

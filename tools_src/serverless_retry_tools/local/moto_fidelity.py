@@ -194,6 +194,53 @@ def _sqs_dead_letter_source_arn_missing(_: Any) -> Undo:
     )
 
 
+# --- DynamoDB ------------------------------------------------------------------------------------
+
+# Every backend call that reads or writes items: one at a time, as DynamoDB applies each item write
+# atomically (a condition and its write are one step).
+_DYNAMODB_ITEM_CALLS = (
+    "put_item",
+    "get_item",
+    "update_item",
+    "delete_item",
+    "transact_write_items",
+    "transact_get_items",
+    "batch_write_item",
+    "batch_get_item",
+    "execute_transaction",
+    "batch_execute_statement",
+)
+
+
+def _dynamodb_item_writes_not_atomic(_: Any) -> Undo:
+    # DynamoDB evaluates a write's condition and applies the write as one atomic step per item
+    # ("conditional writes ... succeed only if the item attributes meet one or more expected
+    # conditions"; concurrent writers to one item are serialised). moto's server handles requests on
+    # threads and its backend reads the item, checks the condition and stores the result with no
+    # lock: two concurrent `SET k = if_not_exists(k, :v)` both see no item and each returns its own
+    # value, two conditional claims can both succeed. On the emulator that split the envelope
+    # signing key between Lambda instances started together (copies judged forged). Fix: one lock
+    # around the backend's item calls.
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+
+    def serialised(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(self, *args, **kwargs)
+
+        call.__name__ = method.__name__
+        return call
+
+    return chain(
+        [
+            replace(DynamoDBBackend, name, serialised(DynamoDBBackend.__dict__[name]))
+            for name in _DYNAMODB_ITEM_CALLS
+        ]
+    )
+
+
 # --- Lambda --------------------------------------------------------------------------------------
 
 _FUNCTION_REF = re.compile(
@@ -477,6 +524,11 @@ def _scheduler_create_schedule_in_missing_group_fails(_: Any) -> Undo:
 
 
 FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
+    (
+        "dynamodb_item_writes_not_atomic",
+        "concurrent conditional writes to one DynamoDB item can both succeed (no lock around condition and write)",
+        _dynamodb_item_writes_not_atomic,
+    ),
     (
         "sqs_message_limits_unchecked",
         "SQS sizes a message by body characters, ignoring attributes, and takes any number of attributes",
