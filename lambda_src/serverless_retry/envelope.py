@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, cast
 
 from serverless_retry.backoff import MAX_ATTEMPTS_LIMIT, json_kind
+from serverless_retry.regex import LazyPattern
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
@@ -149,7 +150,7 @@ class Incoming(NamedTuple):  # (not a frozen dataclass: one is made per failed r
 
 # --- time ---------------------------------------------------------------------------------------
 
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
+_TIMESTAMP = LazyPattern(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
 
 
 def format_time(moment: datetime) -> str:
@@ -253,17 +254,17 @@ _FINAL_KEYS = ("outcome", "reason", "final_error", "exhausted_at")
 UNSIGNED_PREFIX = "unsigned:"
 _OPTIONAL_KEYS = ("due_at", "claimants", "generation", "sig")
 _OUTCOMES = ("exhausted", "non-retryable", "invalid-envelope", "too-large-to-retry")
-_DATA_TYPE = re.compile(r"(String|Number|Binary)(\..+)?", re.DOTALL)
+_DATA_TYPE = LazyPattern(r"(String|Number|Binary)(\..+)?", re.DOTALL)
 # SQS's rules for what a message may hold. A v1 envelope carries a body and attributes that came
 # through SQS, so one that breaks them was not written by us, and could not be sent on as it is.
 SQS_MAX_ATTRIBUTES = 10
 # Everything but #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF, spelled as the short complement:
 # the negated class of those ranges takes Python's re about 5 ms to compile, at every cold start.
-_UNSENDABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_UNSENDABLE = LazyPattern("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Inside JSON text every control character is escaped, so only these stay unsendable there.
-_UNENCODABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-_ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
-_RESERVED_PREFIX = re.compile(r"(aws|amazon)\.", re.IGNORECASE)
+_UNENCODABLE = LazyPattern("[\ud800-\udfff\ufffe\uffff]")
+_ATTRIBUTE_NAME = LazyPattern(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+_RESERVED_PREFIX = LazyPattern(r"(aws|amazon)\.", re.IGNORECASE)
 _NAME_LIMIT = 256
 
 
@@ -836,7 +837,7 @@ def fits(body: str, max_bytes: int, attributes: Mapping[str, MessageAttribute] |
     return sqs_message_size(body, attributes) <= max_bytes
 
 
-_NAME_CHARS = re.compile(r"[0-9A-Za-z_.-]+")
+_NAME_CHARS = LazyPattern(r"[0-9A-Za-z_.-]+")
 
 
 def schedule_name(envelope_id: str, attempt: int, prefix: str = "sr") -> str:

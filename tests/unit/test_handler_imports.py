@@ -30,9 +30,10 @@ COMMON = {
     "serverless_retry.environment",
     "serverless_retry.errors",
     "serverless_retry.handlers",
+    "serverless_retry.regex",  # LazyPattern: the envelope's own patterns, compiled on first use
 }
-# The handlers that decide retries: the policy (and RE2 for its message_regex rules).
-POLICY_MODULES = {"serverless_retry.policy", "serverless_retry.regex"}
+# The handlers that decide retries: the policy (RE2 for its message_regex rules comes with regex).
+POLICY_MODULES = {"serverless_retry.policy"}
 SELF_HEALING = {
     "serverless_retry.observability",  # the namespace and service defaults of the metrics
     "serverless_retry.selfheal",
