@@ -225,9 +225,9 @@ variable "memory_size" {
 }
 
 variable "timeout" {
-  description = "Timeout of the archiver in seconds. Each source queue's visibility timeout should be at least 6 x this (Lambda's advice for SQS event sources)."
+  description = "Timeout of the archiver in seconds. Each source queue's visibility timeout must be at least 6 x this (Lambda's advice for SQS event sources; checked when sources[*].visibility_timeout_seconds is given). 5 s fits 6 x into the 30 s visibility timeout the terminal queues of modules/queue and modules/self-healing have; a batch is at most 10 small PUTs, and a timed-out batch only comes back to be written again (a second write of a key is a no-op)."
   type        = number
-  default     = 30
+  default     = 5
   nullable    = false
 
   validation {

@@ -15,7 +15,7 @@ variables {
       place                      = "exhausted"
       source_queue_arn           = "arn:aws:sqs:us-east-1:123456789012:orders"
       kms_key_arn                = "arn:aws:kms:us-east-1:123456789012:key/1111aaaa-11aa-11aa-11aa-111111111111"
-      visibility_timeout_seconds = 180
+      visibility_timeout_seconds = 30
       key                        = "exhausted"
     },
     {
@@ -312,8 +312,9 @@ run "empty_prefix_writes_at_the_root" {
 run "visibility_under_6x_timeout_is_refused" {
   command = plan
 
+  # 6 x 6 s = 36 s, over the exhausted queue's 30 s.
   variables {
-    timeout = 31
+    timeout = 6
   }
 
   expect_failures = [aws_lambda_event_source_mapping.this["exhausted"]]
