@@ -392,6 +392,89 @@ def _lambda_event_source_mapping_skips_sqs_rules(_: Any) -> Undo:
     )
 
 
+# --- Lambda event source mappings on streams -------------------------------------------------------
+
+# CreateEventSourceMapping's API reference (request parameters) and services-kinesis-parameters /
+# services-ddb-params: BatchSize 1-10,000, MaximumBatchingWindowInSeconds 0-300, ParallelizationFactor
+# 1-10, MaximumRetryAttempts -1-10,000, MaximumRecordAgeInSeconds -1 or 60-604,800 (-1: infinite),
+# StartingPosition required for Kinesis and DynamoDB Streams (AT_TIMESTAMP: Kinesis only).
+STREAM_RANGES: dict[str, tuple[int, int]] = {
+    "BatchSize": (1, 10_000),
+    "MaximumBatchingWindowInSeconds": (0, 300),
+    "ParallelizationFactor": (1, 10),
+    "MaximumRetryAttempts": (-1, 10_000),
+    "MaximumRecordAgeInSeconds": (-1, 604_800),
+}
+MIN_RECORD_AGE = 60
+STREAM_STARTING_POSITIONS = {
+    "kinesis": ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"),
+    "dynamodb": ("TRIM_HORIZON", "LATEST"),
+}
+
+
+def stream_mapping_errors(kind: str, spec: Mapping[str, Any], *, creating: bool) -> list[str]:
+    """What Lambda refuses in a stream mapping's parameters (``kind``: kinesis or dynamodb)."""
+    errors: list[str] = []
+    for key, (low, high) in STREAM_RANGES.items():
+        value = spec.get(key)
+        if value is not None and not low <= int(value) <= high:
+            errors.append(f"{key} must be between {low} and {high}, got {value}")
+    age = spec.get("MaximumRecordAgeInSeconds")
+    if age is not None and int(age) != -1 and -1 <= int(age) < MIN_RECORD_AGE:
+        errors.append(
+            f"MaximumRecordAgeInSeconds must be -1 or between {MIN_RECORD_AGE} and 604800, got {age}"
+        )
+    position = spec.get("StartingPosition")
+    if creating and not position:
+        errors.append("StartingPosition is required for Kinesis and DynamoDB Streams event sources")
+    elif position and position not in STREAM_STARTING_POSITIONS[kind]:
+        errors.append(f"StartingPosition {position} is not supported for {kind} event sources")
+    return errors
+
+
+def _lambda_event_source_mapping_skips_stream_rules(_: Any) -> Undo:
+    # moto takes any BatchSize up to 10,000 (0 and below too), any window, parallelization factor,
+    # retry count and record age, and fills in TRIM_HORIZON when StartingPosition is missing; Lambda
+    # refuses them (InvalidParameterValueException).
+    from moto.awslambda.exceptions import InvalidParameterValueException
+    from moto.awslambda.models import LambdaBackend
+
+    create = LambdaBackend.__dict__["create_event_source_mapping"]
+    update = LambdaBackend.__dict__["update_event_source_mapping"]
+
+    def kind_of(arn: Any) -> str | None:
+        parts = str(arn or "").split(":")
+        if len(parts) < 6:
+            return None
+        if parts[2] == "kinesis":
+            return "kinesis"
+        return "dynamodb" if parts[2] == "dynamodb" and "/stream/" in parts[5] else None
+
+    def check(kind: str | None, spec: Mapping[str, Any], *, creating: bool) -> None:
+        if kind is None:
+            return
+        errors = stream_mapping_errors(kind, spec, creating=creating)
+        if errors:
+            raise InvalidParameterValueException("; ".join(errors))
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        check(kind_of(spec.get("EventSourceArn")), spec, creating=True)
+        return create(self, spec)
+
+    def update_event_source_mapping(self: Any, uuid: str, spec: dict[str, Any]) -> Any:
+        esm = self.get_event_source_mapping(uuid)
+        if esm is not None:
+            check(kind_of(esm.event_source_arn), spec, creating=False)
+        return update(self, uuid, spec)
+
+    return chain(
+        [
+            replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping),
+            replace(LambdaBackend, "update_event_source_mapping", update_event_source_mapping),
+        ]
+    )
+
+
 # --- EventBridge Scheduler -----------------------------------------------------------------------
 
 # From the Scheduler API reference (Target, DeadLetterConfig, RetryPolicy, SqsParameters,
@@ -558,6 +641,11 @@ FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
         "lambda_event_source_mapping_skips_sqs_rules",
         "SQS event source mappings skip Lambda's visibility-timeout, batch-size and batching-window rules",
         _lambda_event_source_mapping_skips_sqs_rules,
+    ),
+    (
+        "lambda_event_source_mapping_skips_stream_rules",
+        "Kinesis and DynamoDB stream mappings skip Lambda's parameter ranges and StartingPosition rule",
+        _lambda_event_source_mapping_skips_stream_rules,
     ),
     (
         "scheduler_skips_request_validation",

@@ -16,6 +16,7 @@ import copy
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -409,6 +410,53 @@ def _events_rule_sns_target_not_implemented(_: PatchContext) -> Undo:
     return replace(Rule, "send_to_targets", send_to_targets)
 
 
+def _lambda_stream_event_source_mapping_runs_in_docker(_: PatchContext) -> Undo:
+    # CreateEventSourceMapping on a Kinesis stream or a DynamoDB stream hooks the mapping onto the
+    # stream (or the table), and every later PutRecord / item write then tries to run the function
+    # in Docker; on a DynamoDB table the failed attempt also empties the stream (moto drops the
+    # records it "delivered"), so nothing is left to poll. Keep the mapping (listed, updated and
+    # deleted as on AWS) but never hook it on: the runtime's StreamRunner alone reads the shards.
+    from moto.awslambda.models import LambdaBackend
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.kinesis.models import kinesis_backends
+
+    original = LambdaBackend.__dict__["create_event_source_mapping"]
+
+    def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
+        esm = original(self, spec)
+        for table in dynamodb_backends[self.account_id][self.region_name].tables.values():
+            table.lambda_event_source_mappings.pop(esm.function_arn, None)
+        for stream in kinesis_backends[self.account_id][self.region_name].streams.values():
+            stream.lambda_event_source_mappings.pop(esm.event_source_arn, None)
+        return esm
+
+    return replace(LambdaBackend, "create_event_source_mapping", create_event_source_mapping)
+
+
+def _lambda_stream_record_times_not_logical(ctx: PatchContext) -> Undo:
+    # A Kinesis record's ApproximateArrivalTimestamp and a DynamoDB stream record's
+    # ApproximateCreationDateTime are real time, while the rest of the emulator runs on its logical
+    # clock: a stream mapping's MaximumRecordAgeInSeconds (and a consumer's own age checks) would
+    # measure a logical now against a real arrival. Both modules read the time through utcnow:
+    # make it the logical clock's (naive UTC, as moto's own), in those two modules only.
+    import moto.dynamodb.models.table as dynamodb_table
+    import moto.kinesis.models as kinesis_models
+
+    clock = ctx.clock
+    if clock is None:  # real time everywhere: nothing to align
+        return lambda: None
+
+    def logical_utcnow() -> datetime:
+        return datetime.fromtimestamp(clock.now(), tz=UTC).replace(tzinfo=None)
+
+    return chain(
+        [
+            replace(kinesis_models, "utcnow", logical_utcnow),
+            replace(dynamodb_table, "utcnow", logical_utcnow),
+        ]
+    )
+
+
 COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
     Patch(
         "sqs_drops_redrive_allow_policy",
@@ -469,6 +517,17 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         "events_rule_sns_target_not_implemented",
         "PutEvents fails with a 500 when a matching rule targets an SNS topic",
         _events_rule_sns_target_not_implemented,
+    ),
+    Patch(
+        "lambda_stream_event_source_mapping_runs_in_docker",
+        "a Kinesis or DynamoDB stream mapping makes every write try to run the function in Docker "
+        "(and empties the DynamoDB stream)",
+        _lambda_stream_event_source_mapping_runs_in_docker,
+    ),
+    Patch(
+        "lambda_stream_record_times_not_logical",
+        "Kinesis and DynamoDB Streams record arrival times are real time, not the emulator's logical clock",
+        _lambda_stream_record_times_not_logical,
     ),
 )
 # Compatibility patches let our modules apply and run; fidelity patches make moto refuse what AWS

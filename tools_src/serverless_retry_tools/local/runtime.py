@@ -122,6 +122,7 @@ from serverless_retry_tools.local.runner_services import RunnerServices
 from serverless_retry_tools.local.scheduler_targets import call_universal_target
 from serverless_retry_tools.local.schedules import after_failure, dead_letter_attributes, parse_at
 from serverless_retry_tools.local.sqs_events import judge_batch, split_by_payload, sqs_event
+from serverless_retry_tools.local.streams import StreamRunner
 
 __all__ = ["ASYNC_PAYLOAD_LIMIT", "Runtime", "RuntimeEvent", "ServiceError"]
 
@@ -283,6 +284,7 @@ class Runtime:
             invoke_async=self.invoke_async,
         )
         self.pipes = PipeRunner(services, self._stop)
+        self.streams = StreamRunner(services, self._stop)
         self.async_runner = AsyncRunner(services, self._stop)
         self._threads: list[threading.Thread] = []
         self._pollers: dict[str, threading.Thread] = {}
@@ -368,6 +370,7 @@ class Runtime:
             (self._mapping_loop, "mappings"),
             (self._schedule_loop, "schedules"),
             (self.pipes.loop, "pipes"),
+            (self.streams.loop, "streams"),
             (self.async_runner.loop, "lambda-async"),
         )
         for target, name in loops:
@@ -400,7 +403,12 @@ class Runtime:
     def stop(self) -> None:
         self._stop.set()
         self.clock_holder.release()  # logical time no longer waits for this runtime
-        for thread in [*self._threads, *self._pollers.values(), *self.pipes.threads.values()]:
+        for thread in [
+            *self._threads,
+            *self._pollers.values(),
+            *self.pipes.threads.values(),
+            *self.streams.threads.values(),
+        ]:
             thread.join(timeout=15)
         self.async_runner.close()
         self.functions.close()

@@ -1,0 +1,255 @@
+"""Lambda's rules for a stream batch's answer and what follows it (local/streams/answers.py), and
+the shapes the stream runner builds (events, on-failure records, mapping limits)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from serverless_retry_tools.local.moto_fidelity import stream_mapping_errors
+from serverless_retry_tools.local.streams.answers import (
+    RETRY_ATTEMPTS_EXHAUSTED,
+    RetryPolicy,
+    expired_prefix,
+    judge_stream_batch,
+    plan_next,
+)
+from serverless_retry_tools.local.streams.events import (
+    dynamodb_record,
+    fits_payload,
+    kinesis_record,
+    stream_event,
+)
+from serverless_retry_tools.local.streams.failure_records import failure_record
+from serverless_retry_tools.local.streams.shards import source_kind
+
+SEQ = ["101", "102", "103", "104"]
+
+
+def judge(response: Any, *, errored: bool = False, report: bool = True) -> tuple[int, bool, str]:
+    v = judge_stream_batch(SEQ, errored=errored, response=response, report_batch_item_failures=report)
+    return v.done, v.partial, v.why
+
+
+@pytest.mark.parametrize("response", [None, {}, "", {"batchItemFailures": []}, {"batchItemFailures": None}])
+def test_null_or_empty_answers_are_a_complete_success(response: Any) -> None:
+    assert judge(response) == (4, False, "")
+
+
+def test_without_report_batch_item_failures_any_return_succeeds() -> None:
+    assert judge({"batchItemFailures": [{"itemIdentifier": "103"}]}, report=False)[0] == 4
+
+
+def test_the_lowest_reported_sequence_number_is_where_the_retry_starts() -> None:
+    done, partial, why = judge({"batchItemFailures": [{"itemIdentifier": "104"}, {"itemIdentifier": "102"}]})
+    assert (done, partial) == (1, True)
+    assert "102" in why
+
+
+def test_the_first_record_reported_retries_the_whole_batch_as_a_partial_answer() -> None:
+    assert judge({"batchItemFailures": [{"itemIdentifier": "101"}]})[:2] == (0, True)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"batchItemFailures": [{"itemIdentifier": ""}]},
+        {"batchItemFailures": [{"itemIdentifier": None}]},
+        {"batchItemFailures": [{"itemIdentifer": "102"}]},  # a bad key name
+        {"batchItemFailures": [{"itemIdentifier": "999"}]},  # not in the batch
+        {"batchItemFailures": "102"},
+        ["102"],
+    ],
+)
+def test_an_unusable_answer_fails_the_whole_batch(response: Any) -> None:
+    done, partial, why = judge(response)
+    assert (done, partial) == (0, False)
+    assert why.startswith("invalid partial batch response")
+
+
+def test_an_error_fails_the_whole_batch() -> None:
+    v = judge_stream_batch(
+        SEQ, errored=True, response=None, report_batch_item_failures=True, error_text="boom"
+    )
+    assert (v.done, v.complete_failure, v.why) == (0, True, "boom")
+
+
+def test_retries_count_until_the_limit_then_the_batch_is_discarded() -> None:
+    policy = RetryPolicy(maximum_retry_attempts=2)
+    failed = judge_stream_batch(SEQ, errored=True, response=None, report_batch_item_failures=False)
+    assert plan_next(failed, 0, policy, ()).plan == ((4, 1),)
+    assert plan_next(failed, 1, policy, ()).plan == ((4, 2),)
+    last = plan_next(failed, 2, policy, ((3, 0),))
+    assert (last.done, last.discard, last.condition, last.plan) == (0, 4, RETRY_ATTEMPTS_EXHAUSTED, ((3, 0),))
+
+
+def test_infinite_retries_never_discard() -> None:
+    failed = judge_stream_batch(SEQ, errored=True, response=None, report_batch_item_failures=False)
+    assert plan_next(failed, 10_000, RetryPolicy(), ()).discard == 0
+
+
+def test_bisect_splits_without_spending_a_retry_and_a_single_record_spends_one() -> None:
+    policy = RetryPolicy(maximum_retry_attempts=1, bisect=True)
+    failed = judge_stream_batch(SEQ, errored=True, response=None, report_batch_item_failures=False)
+    assert plan_next(failed, 0, policy, ()).plan == ((2, 0), (2, 0))
+    one = judge_stream_batch(["103"], errored=True, response=None, report_batch_item_failures=False)
+    assert plan_next(one, 0, policy, ((1, 0),)).plan == ((1, 1), (1, 0))
+    assert plan_next(one, 1, policy, ()).discard == 1
+
+
+def test_a_partial_answer_with_bisect_retries_only_the_rest() -> None:
+    policy = RetryPolicy(maximum_retry_attempts=3, bisect=True)
+    partial = judge_stream_batch(
+        SEQ,
+        errored=False,
+        response={"batchItemFailures": [{"itemIdentifier": "103"}]},
+        report_batch_item_failures=True,
+    )
+    planned = plan_next(partial, 0, policy, ())
+    assert (planned.done, planned.plan) == (2, ((2, 1),))
+
+
+def test_records_older_than_the_maximum_age_are_the_expired_prefix() -> None:
+    assert expired_prefix([0.0, 10.0, 50.0], 100.0, 60) == 2
+    assert expired_prefix([0.0], 1e9, -1) == 0
+
+
+def test_the_kinesis_event_is_shaped_as_aws_sends_it() -> None:
+    raw = {
+        "Data": b"hello",
+        "PartitionKey": "k",
+        "SequenceNumber": "7",
+        "ApproximateArrivalTimestamp": datetime(2026, 1, 1, tzinfo=UTC),
+    }
+    record = kinesis_record(
+        raw, shard_id="shardId-000000000001", stream_arn="arn:s", region="eu-west-1", role="r"
+    )
+    (event,) = stream_event([record])["Records"]
+    assert event == {
+        "kinesis": {
+            "kinesisSchemaVersion": "1.0",
+            "partitionKey": "k",
+            "sequenceNumber": "7",
+            "data": base64.b64encode(b"hello").decode(),
+            "approximateArrivalTimestamp": 1767225600.0,
+        },
+        "eventSource": "aws:kinesis",
+        "eventVersion": "1.0",
+        "eventID": "shardId-000000000001:7",
+        "eventName": "aws:kinesis:record",
+        "invokeIdentityArn": "r",
+        "awsRegion": "eu-west-1",
+        "eventSourceARN": "arn:s",
+    }
+
+
+def test_the_dynamodb_event_carries_the_stream_record_and_the_creation_time_in_seconds() -> None:
+    raw = {
+        "eventID": "e1",
+        "eventName": "MODIFY",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": datetime(2026, 1, 1, tzinfo=UTC),
+            "Keys": {"id": {"S": "1"}},
+            "NewImage": {"id": {"S": "1"}, "v": {"N": "2"}},
+            "OldImage": {"id": {"S": "1"}, "v": {"N": "1"}},
+            "SequenceNumber": "900",
+            "SizeBytes": 40,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+    record = dynamodb_record(raw, stream_arn="arn:t/stream/x", region="eu-west-1")
+    event = stream_event([record])["Records"][0]
+    assert (event["eventName"], event["eventSource"], event["awsRegion"]) == (
+        "MODIFY",
+        "aws:dynamodb",
+        "eu-west-1",
+    )
+    assert event["eventSourceARN"] == "arn:t/stream/x"
+    assert event["dynamodb"]["ApproximateCreationDateTime"] == 1767225600
+    assert event["dynamodb"]["OldImage"]["v"] == {"N": "1"}
+    assert record.sequence_number == "900"
+    json.dumps(event)  # the event is JSON as it is
+
+
+def test_a_batch_is_cut_at_the_six_megabyte_payload() -> None:
+    big = {
+        "Data": b"x" * 2_000_000,
+        "PartitionKey": "k",
+        "ApproximateArrivalTimestamp": 0.0,
+    }
+    records = [
+        kinesis_record({**big, "SequenceNumber": str(i)}, shard_id="s", stream_arn="a", region="r", role="")
+        for i in range(4)
+    ]
+    assert fits_payload(records) == 2  # 4/3 of 2 MB each in base64
+
+
+def test_the_on_failure_record_describes_the_batch_not_its_records() -> None:
+    raw = {"Data": b"x", "PartitionKey": "k", "ApproximateArrivalTimestamp": 1767225600.5}
+    records = [
+        kinesis_record(
+            {**raw, "SequenceNumber": s}, shard_id="shardId-1", stream_arn="arn:s", region="r", role=""
+        )
+        for s in ("5", "6")
+    ]
+    document = failure_record(
+        records,
+        kind="kinesis",
+        shard_id="shardId-1",
+        stream_arn="arn:s",
+        function_arn="arn:f",
+        condition=RETRY_ATTEMPTS_EXHAUSTED,
+        invoke_count=3,
+        request_id="req",
+        function_error="Unhandled",
+        now=1767225601.0,
+    )
+    assert document["requestContext"] == {
+        "requestId": "req",
+        "functionArn": "arn:f",
+        "condition": "RetryAttemptsExhausted",
+        "approximateInvokeCount": 3,
+    }
+    assert document["KinesisBatchInfo"] == {
+        "shardId": "shardId-1",
+        "startSequenceNumber": "5",
+        "endSequenceNumber": "6",
+        "approximateArrivalOfFirstRecord": "2026-01-01T00:00:00.500Z",
+        "approximateArrivalOfLastRecord": "2026-01-01T00:00:00.500Z",
+        "batchSize": 2,
+        "streamArn": "arn:s",
+    }
+    assert "payload" not in document
+    assert "Records" not in json.dumps(document)
+
+
+def test_stream_sources_are_recognised_by_their_arn() -> None:
+    assert source_kind("arn:aws:kinesis:us-east-1:123456789012:stream/s") == "kinesis"
+    assert (
+        source_kind("arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2026-01-01T00:00:00.000")
+        == "dynamodb"
+    )
+    assert source_kind("arn:aws:dynamodb:us-east-1:123456789012:table/t") is None
+    assert source_kind("arn:aws:sqs:us-east-1:123456789012:q") is None
+
+
+def test_stream_mapping_limits_lambda_documents() -> None:
+    ok = {"StartingPosition": "TRIM_HORIZON", "BatchSize": 10_000, "MaximumRecordAgeInSeconds": -1}
+    assert stream_mapping_errors("kinesis", ok, creating=True) == []
+    bad = {
+        "BatchSize": 0,
+        "MaximumBatchingWindowInSeconds": 301,
+        "ParallelizationFactor": 11,
+        "MaximumRetryAttempts": 10_001,
+        "MaximumRecordAgeInSeconds": 59,
+    }
+    errors = stream_mapping_errors("kinesis", bad, creating=True)
+    assert len(errors) == 6, errors  # five ranges and the missing StartingPosition
+    assert stream_mapping_errors("dynamodb", {"StartingPosition": "AT_TIMESTAMP"}, creating=True)
+    assert stream_mapping_errors("dynamodb", {"BatchSize": 5}, creating=False) == []
