@@ -47,7 +47,8 @@ locals {
       SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
     },
   )
-  environment = merge(var.environment, local.wired_environment)
+  # settings last: what a composing module adds for its handler (e.g. stream-retry's ordering).
+  environment = merge(var.environment, local.wired_environment, var.settings)
 
   # Lambda caps the environment at 4 KB (keys plus values, in bytes); the policy is the usual culprit.
   # The size must be known at plan time, also on a first apply when the queue URLs and ARNs are not:

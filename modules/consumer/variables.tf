@@ -306,6 +306,18 @@ variable "environment" {
   }
 }
 
+variable "settings" {
+  description = "For composing modules (e.g. modules/stream-retry), not for your processor: SERVERLESS_RETRY_* settings of the built-in handlers that this module does not wire itself, merged last into the function's environment (and counted in its 4 KB)."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for k in keys(var.settings) : can(regex("^SERVERLESS_RETRY_[A-Z0-9_]+$", k))])
+    error_message = "settings holds SERVERLESS_RETRY_* variables only (upper-case letters, digits and underscores after the prefix); your processor's own variables go in environment."
+  }
+}
+
 variable "batch_size" {
   description = "Records per invocation. Above 10 needs a batching window."
   type        = number

@@ -106,6 +106,7 @@ module "consumer" {
   code_signing_config_arn         = var.code_signing_config_arn
   log_level                       = var.log_level
   environment                     = var.environment
+  settings                        = var.settings
   batch_size                      = var.batch_size
   maximum_batching_window_seconds = var.maximum_batching_window_seconds
   maximum_concurrency             = var.maximum_concurrency

@@ -230,6 +230,18 @@ variable "environment" {
   nullable    = false
 }
 
+variable "settings" {
+  description = "For composing modules (e.g. modules/stream-retry), not for your processor: SERVERLESS_RETRY_* settings of the built-in handlers that the consumer does not wire itself, merged last into its environment (modules/consumer's `settings`)."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for k in keys(var.settings) : can(regex("^SERVERLESS_RETRY_[A-Z0-9_]+$", k))])
+    error_message = "settings holds SERVERLESS_RETRY_* variables only (upper-case letters, digits and underscores after the prefix); your processor's own variables go in environment."
+  }
+}
+
 variable "idempotency_table_arn" {
   description = "DynamoDB table for Powertools idempotency keyed on the message's first-delivery id (partition key `id`), or null: a processor that succeeded is not run again. Separate from `claims`, which keep one retry chain per message."
   type        = string
