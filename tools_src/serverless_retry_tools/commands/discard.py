@@ -12,6 +12,9 @@ from typing import Any, TextIO
 
 from serverless_retry.queue_redrive import ExhaustedMessage, Scan, attribute_int, describe_error, matches
 
+from serverless_retry_tools.commands.archive_discard import cmd_discard_archive
+from serverless_retry_tools.commands.archive_location import is_archive_url, parse_archive_location
+from serverless_retry_tools.commands.archive_select import add_match_argument
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
@@ -29,13 +32,18 @@ examples:
   # for real, each one archived first
   serverless-retry discard --queue-url "$EXHAUSTED_URL" --outcome non-retryable --older-than 7d \\
       --archive discarded.jsonl --yes
+  # the archive's records (s3:// location, no --queue-url): what would go, then for real
+  serverless-retry discard --archive "s3://$ARCHIVE_BUCKET/serverless-retry/" --outcome non-retryable --dry-run
+  serverless-retry discard --archive "s3://$ARCHIVE_BUCKET/serverless-retry/" --outcome non-retryable --yes
 
 Each selected message is appended to --archive as one JSON object (its id, body, attributes as they
 are in the queue, outcome, reason, last error, source, age) and the file is flushed to disk before
 the message is deleted: an interrupted run loses nothing. --no-archive deletes without one. Messages
 the filters do not select stay, visible again at once. Asks first on a terminal; needs --yes from a
 script.
-exit status: 0 ok; 1 some messages could not be deleted (they stay, and are in the archive), or the
+--archive s3://BUCKET/PREFIX/ without --queue-url deletes the archive's records the filters select
+(the same filters, --match RE2 too); an object is read only when a filter needs its body.
+exit status: 0 ok; 1 some messages (or archive records) could not be deleted or read (they stay, and are in the archive), or the
 question was answered no; 2 usage error.
 """
 
@@ -85,7 +93,29 @@ def _open_archive(args: argparse.Namespace) -> TextIO | None:
         raise UsageError(f"--archive: cannot write {path}: {exc.strerror}") from None
 
 
+def _archive_form(args: argparse.Namespace) -> bool:
+    """--archive s3://...: the archive is where records are discarded from (not a copy of a queue's)."""
+    if not is_archive_url(args.archive):
+        if args.queue_url is None:
+            raise UsageError("--queue-url QUEUE_URL or --archive s3://BUCKET/PREFIX/: one is required")
+        if args.match is not None:
+            raise UsageError("--match: with --archive s3://BUCKET/PREFIX/ only")
+        return False
+    if args.queue_url is not None:
+        raise UsageError(
+            "--archive s3://...: the archive to discard records from, not with --queue-url "
+            "(a queue's messages are copied to --archive FILE.jsonl)"
+        )
+    try:
+        args.archive = parse_archive_location(args.archive)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--archive: {exc}") from None
+    return True
+
+
 def cmd_discard(args: argparse.Namespace) -> int:
+    if _archive_form(args):
+        return cmd_discard_archive(args)
     options = filter_options(args, args.queue_url)
     _check_archive(args)
     sqs = sqs_client(args)
@@ -194,12 +224,16 @@ def register(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FORMATTER,
     )
-    cmd.add_argument("--queue-url", required=True, help="the retry-exhausted queue or DLQ")
+    cmd.add_argument("--queue-url", help="the retry-exhausted queue or DLQ (or --archive s3://...)")
     add_filter_arguments(cmd)
+    add_match_argument(cmd)
     cmd.add_argument("--max", type=int_range(1, 1_000_000), help="discard at most this many")
     archive = cmd.add_mutually_exclusive_group()
     archive.add_argument(
-        "--archive", metavar="FILE.jsonl", help="append each message here before deleting it"
+        "--archive",
+        metavar="FILE.jsonl|s3://BUCKET/PREFIX/",
+        help="with --queue-url: append each message here before deleting it; alone, an s3:// archive "
+        "location: delete the archive's records the filters select",
     )
     archive.add_argument("--no-archive", action="store_true", help="delete without a copy")
     cmd.add_argument("--dry-run", action="store_true", help="list what would be discarded; change nothing")

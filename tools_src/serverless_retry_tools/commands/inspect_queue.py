@@ -13,7 +13,10 @@ from typing import Any
 from serverless_retry.queue_redrive import ExhaustedMessage, Inspection, Scan, matches, summarize
 
 from serverless_retry_tools.backlog import Backlog, read_backlog
-from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, int_range
+from serverless_retry_tools.commands.archive_inspect import cmd_inspect_archive
+from serverless_retry_tools.commands.archive_location import parse_archive_location
+from serverless_retry_tools.commands.archive_select import add_match_argument
+from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, int_range
 from serverless_retry_tools.commands.aws import add_aws_arguments, cloudwatch_client, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.filters import add_filter_arguments, filter_options, filter_values
@@ -26,6 +29,7 @@ examples:
   serverless-retry inspect --queue-url "$DLQ_URL" --oldest 20 --bodies
   serverless-retry inspect --queue-url "$QUEUE_URL" --backlog
   serverless-retry inspect --queue-url "$EXHAUSTED_URL" --json | jq '.by_outcome'
+  serverless-retry inspect --archive "s3://$ARCHIVE_BUCKET/serverless-retry/" --newer-than 7d --outcome exhausted
 
 First the backlog, from the queue's attributes and CloudWatch, without receiving anything. A queue
 with its own redrive policy (a source queue on native retry) stops there: a receive would count
@@ -36,8 +40,11 @@ look included), reason and last error. Plain DLQ messages (not written by server
 outcome "unknown": on a native DLQ filter by --source and age. In the self-healing pattern's
 retry-exhausted queue the source is the function that failed and the id the event's retry id
 (redrive those with --to-function). Every message is visible again when the command ends.
-exit status: 0 ok; 1 some messages could not be released (they reappear after 60 s by themselves);
-2 usage error.
+--archive s3://BUCKET/PREFIX/ looks into the archive instead (what the archiver kept of the
+terminal queues): the same filters, ages since each message became terminal, --match RE2 on reason,
+last error and body, and each record's redrive marks; it reads only.
+exit status: 0 ok; 1 some messages could not be released (they reappear after 60 s by themselves), or
+some archive objects could not be read as records; 2 usage error.
 """
 
 
@@ -159,6 +166,12 @@ def _policy_line(backlog: Backlog) -> str | None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.archive is not None:
+        if args.backlog or args.receive:
+            raise UsageError("--backlog and --receive look at a queue: not with --archive")
+        return cmd_inspect_archive(args)
+    if args.match is not None:
+        raise UsageError("--match: with --archive only (a queue's messages are filtered without it)")
     sqs = sqs_client(args)
     backlog = read_backlog(sqs, cloudwatch_client(args), args.queue_url, command_clock())
     # A receive on a queue with its own redrive policy counts towards its maxReceiveCount: looking
@@ -240,8 +253,16 @@ def register(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FORMATTER,
     )
-    ins.add_argument("--queue-url", required=True, help="the queue to look into")
+    where = ins.add_mutually_exclusive_group(required=True)
+    where.add_argument("--queue-url", help="the queue to look into")
+    where.add_argument(
+        "--archive",
+        type=parse_archive_location,
+        metavar="s3://BUCKET/PREFIX/",
+        help="the archive to look into instead (the archiver's bucket and key prefix)",
+    )
     add_filter_arguments(ins)
+    add_match_argument(ins)
     ins.add_argument(
         "--limit",
         type=int_range(1, 100_000),

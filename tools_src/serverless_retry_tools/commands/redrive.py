@@ -16,7 +16,10 @@ from serverless_retry.native_redrive import check_native, start_native, wait_nat
 from serverless_retry.queue_redrive import ExhaustedMessage, RedriveReport, attribute_int, redrive
 from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
 
-from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, duration, int_range, rate
+from serverless_retry_tools.commands.archive_location import parse_archive_location
+from serverless_retry_tools.commands.archive_redrive import cmd_redrive_archive
+from serverless_retry_tools.commands.archive_select import add_match_argument
+from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, duration, int_range, rate
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.confirm import add_yes_argument, confirm
@@ -41,6 +44,9 @@ examples:
   # self-healing: each exhausted event back to the function that failed (async invoke), one function only
   serverless-retry redrive --from-queue-url "$HEAL_EXHAUSTED_URL" --to-function --source charge-fn \\
       --error-type HTTPError --dry-run
+  # the archive: last week's exhausted TimeoutErrors back to the queues they came from, 20 a second
+  serverless-retry redrive --archive "s3://$ARCHIVE_BUCKET/serverless-retry/" --newer-than 7d \\
+      --outcome exhausted --error-type TimeoutError --rate 20/s --yes
 
 A redrive that changes anything asks first on a terminal; from a script it needs --yes. Every message
 is sent to the destination before it is deleted here; skipped messages and whatever is left when a
@@ -59,6 +65,10 @@ self-healing record is refused for --to-queue-url, and any other message for --t
 at up to 500 messages a second; it refuses, saying why, for a retry-exhausted queue (final envelopes
 must be unwrapped), Lambda destination records and Scheduler dead-letter events. Ctrl-C cancels the
 move task (CancelMessageMoveTask); serverless-retry move-tasks lists, follows and cancels them.
+--archive s3://BUCKET/PREFIX/ redrives archived records instead: what redrive from the queue would
+send for the same message, to --to-queue-url or the queue each record was consumed from; each object
+is then marked redriven (a conditional rewrite on its ETag). One run takes only the keys listed when it
+starts and each chain once; a record already redriven is skipped unless --again.
 exit status: 0 ok; 1 partial failure (a message failed or had no source to go back to, the run
 stopped early, or the question was answered no: nothing was lost); 2 usage error (including --native
 where it cannot apply, and a change without --yes when there is no terminal to ask on).
@@ -366,6 +376,11 @@ def _native(args: argparse.Namespace, options: RedriveOptions, sqs: Any) -> int:
 
 
 def cmd_redrive(args: argparse.Namespace) -> int:
+    if args.archive is not None:
+        return cmd_redrive_archive(args)
+    for flag, given in (("--match", args.match is not None), ("--again", args.again)):
+        if given:
+            raise UsageError(f"{flag}: with --archive only")
     options = _options(args)
     sqs = sqs_client(args)
     return _native(args, options, sqs) if options.native else _client_side(args, options, sqs)
@@ -379,7 +394,14 @@ def register(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FORMATTER,
     )
-    red.add_argument("--from-queue-url", required=True, help="the retry-exhausted queue or DLQ")
+    where = red.add_mutually_exclusive_group(required=True)
+    where.add_argument("--from-queue-url", help="the retry-exhausted queue or DLQ")
+    where.add_argument(
+        "--archive",
+        type=parse_archive_location,
+        metavar="s3://BUCKET/PREFIX/",
+        help="redrive records of the archive instead (each object marked redriven after its send)",
+    )
     red.add_argument(
         "--to-queue-url",
         help="the queue to send to (default: the source queue each message records; with --native, SQS's choice)",
@@ -392,6 +414,10 @@ def register(sub: Any) -> None:
         help="re-invoke the function each self-healing record failed in (NAME or ARN: only that function)",
     )
     add_filter_arguments(red)
+    add_match_argument(red)
+    red.add_argument(
+        "--again", action="store_true", help="--archive: also records an earlier run redrove already"
+    )
     red.add_argument("--max", type=int_range(1, 1_000_000), help="move at most this many")
     red.add_argument("--rate", type=rate, help="at most this many messages per second (10, 10/s, 30/m)")
     red.add_argument(

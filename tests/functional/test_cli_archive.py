@@ -1,0 +1,471 @@
+"""``inspect``, ``redrive`` and ``discard`` on an S3 archive (``--archive s3://bucket/prefix/``) through
+the CLI on in-process moto (S3 + SQS): filters, listing by day, dry runs that change nothing, at most
+once per run, a corrupt object reported without ending the run, exit codes, JSON output.
+
+The archive is filled as the archiver fills it (the shared spec): the terminal messages of a
+retry-exhausted queue the real consumer's envelopes filled, each one object under
+``<prefix>dead/<yyyy>/<mm>/<dd>/<outcome>/<error_type>/<chain>.<attempt>.<digest12>.json``."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from serverless_retry.clock import FrozenClock
+from serverless_retry.envelope import format_time
+from serverless_retry.terminal import read_terminal
+from serverless_retry_tools import cli
+from serverless_retry_tools.commands import archive_redrive
+from serverless_retry_tools.commands.archive_location import key_safe
+from serverless_retry_tools.commands.archive_objects import ArchiveObjects
+
+from tests.functional.redrive_world import World, make_world
+
+BUCKET = "archive-bkt"
+PREFIX = "serverless-retry/"
+LOCATION = f"s3://{BUCKET}/{PREFIX}"
+
+
+def _event_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """boto3's message attributes as a Lambda SQS event carries them (what the archiver stores)."""
+    out: dict[str, Any] = {}
+    for name, value in attributes.items():
+        if "BinaryValue" in value:
+            out[name] = {
+                "dataType": value["DataType"],
+                "binaryValue": base64.b64encode(value["BinaryValue"]).decode(),
+            }
+        else:
+            out[name] = {"dataType": value["DataType"], "stringValue": value["StringValue"]}
+    return out
+
+
+@dataclass
+class Archive:
+    world: World
+    s3: Any
+    source_arn: str
+
+    def put(
+        self,
+        received: dict[str, Any],
+        *,
+        terminal_at: datetime,
+        source_queue_arn: str | None = None,
+        retry_id: str | None = None,
+    ) -> str:
+        """Archive one received message as the archiver does; returns its key."""
+        body = received["Body"]
+        attributes = received.get("MessageAttributes", {})
+        view = read_terminal(body, attributes, message_id=received["MessageId"])
+        chain = retry_id or view.id or received["MessageId"]
+        attempt = view.attempt or 1
+        error_type = view.error_type or "none"
+        digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+        key = (
+            f"{PREFIX}dead/{terminal_at:%Y/%m/%d}/{key_safe(view.outcome)}/{key_safe(error_type)}/"
+            f"{chain}.{attempt}.{digest}.json"
+        )
+        record = {
+            "format": "serverless-retry-archive/1",
+            "key": key,
+            "place": "exhausted",
+            "deployment": "orders",
+            "archive_queue_arn": self.world.arn(self.world.exhausted),
+            "source_queue_arn": source_queue_arn if source_queue_arn is not None else self.source_arn,
+            "outcome": view.outcome,
+            "reason": view.reason,
+            "error_type": view.error_type,
+            "error_message": view.error,
+            "retry_id": chain,
+            "attempt": attempt,
+            "first_failed_at": view.first_failed_at,
+            "terminal_at": format_time(terminal_at),
+            "archived_at": format_time(terminal_at + timedelta(seconds=5)),
+            "history": [dict(h) for h in view.history],
+            "message": {
+                "message_id": received["MessageId"],
+                "body": body,
+                "attributes": _event_attributes(attributes),
+                "system_attributes": received.get("Attributes", {}),
+            },
+            "original": {"body": view.body, "attributes": dict(view.attributes)},
+            "redriven": [],
+        }
+        self.s3.put_object(
+            Bucket=BUCKET,
+            Key=key,
+            Body=json.dumps(record).encode(),
+            ContentType="application/json",
+            IfNoneMatch="*",
+            Metadata={
+                "outcome": view.outcome,
+                "error-type": error_type,
+                "retry-id": chain,
+                "attempt": str(attempt),
+            },
+        )
+        return key
+
+    def drain(self, terminal_at: datetime | list[datetime]) -> list[str]:
+        """Archive every message of the retry-exhausted queue and delete it there (drain on arrival)."""
+        world = self.world
+        received = sorted(world.all_messages(world.exhausted), key=lambda m: m["Body"])
+        times = terminal_at if isinstance(terminal_at, list) else [terminal_at] * len(received)
+        keys = [self.put(m, terminal_at=t) for m, t in zip(received, times, strict=True)]
+        world.tick()
+        for _ in range(10):  # what was archived leaves the queue (bounded: a few messages here)
+            got = world.sqs.receive_message(QueueUrl=world.exhausted, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not got:
+                break
+            for m in got:
+                world.sqs.delete_message(QueueUrl=world.exhausted, ReceiptHandle=m["ReceiptHandle"])
+        assert world.counts(world.exhausted) == (0, 0)
+        return keys
+
+    def record(self, key: str) -> dict[str, Any]:
+        return dict(json.loads(self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
+
+    def etags(self) -> dict[str, str]:
+        listed = self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
+        return {o["Key"]: o["ETag"] for o in listed}
+
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+def archive() -> Iterator[Archive]:
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        world = make_world(sqs, FrozenClock())
+        yield Archive(world, s3, world.arn(world.source))
+
+
+def _seed(archive: Archive) -> list[str]:
+    world = archive.world
+    world.final("a", TimeoutError("read timed out"))
+    world.final("b", TimeoutError("read timed out"))
+    world.final("c", ValueError("bad order 42"), outcome="non-retryable")
+    return archive.drain(NOW - timedelta(hours=2))
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> Any:
+    return json.loads(capsys.readouterr().out)
+
+
+# --- inspect ------------------------------------------------------------------------------------------
+
+
+def test_inspect_archive_json_counts_rows_and_marks(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = _seed(archive)
+    assert cli.main(["inspect", "--archive", LOCATION, "--json", "--bodies"]) == 0
+    report = _json(capsys)
+    assert report["archive"] == LOCATION
+    assert report["looked_at"] == 3
+    assert report["by_outcome"] == {"exhausted": 2, "non-retryable": 1}
+    assert report["by_error_type"] == {"TimeoutError": 2, "ValueError": 1}
+    assert report["by_age"]["< 1 h"] == 0
+    assert report["by_age"]["1 h - 1 d"] == 3
+    assert {r["key"] for r in report["oldest"]} == set(keys)
+    assert {r["id"] for r in report["oldest"]} == {"id-a", "id-b", "id-c"}
+    assert {r["body"] for r in report["oldest"]} == {"a", "b", "c"}
+    assert all(r["redriven"] == [] for r in report["oldest"])
+    assert report["unreadable"] == []
+    assert cli.main(["inspect", "--archive", LOCATION, "--outcome", "exhausted", "--json"]) == 0
+    assert _json(capsys)["scanned"] == 2
+
+
+def test_inspect_archive_plain_table(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(archive)
+    monkeypatch.setenv("SERVERLESS_RETRY_PLAIN", "1")
+    assert cli.main(["inspect", "--archive", LOCATION, "--oldest", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"archive {LOCATION}" in out
+    assert "3 match the filters, 0 of them redriven before" in out
+    assert "by outcome:    exhausted 2, non-retryable 1" in out
+    assert "oldest 2" in out
+    assert "nothing changed" in out
+
+
+def test_filters_list_only_the_days_of_the_range(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = archive.world
+    for body in ("d1", "d10", "d40"):
+        world.final(body, TimeoutError("slow"))
+    archive.drain([NOW - timedelta(days=1), NOW - timedelta(days=10), NOW - timedelta(days=40)])
+    listed: list[tuple[str, str | None]] = []
+    keys = ArchiveObjects.keys
+
+    def spy(self: ArchiveObjects, prefix: str, start_after: str | None = None) -> Iterator[str]:
+        listed.append((prefix, start_after))
+        return keys(self, prefix, start_after)
+
+    monkeypatch.setattr(ArchiveObjects, "keys", spy)
+    assert cli.main(["inspect", "--archive", LOCATION, "--newer-than", "15d", "--json"]) == 0
+    assert {r["id"] for r in _json(capsys)["oldest"]} == {"id-d1", "id-d10"}
+    assert len(listed) in (16, 17)  # one listing a day of the range, no more
+    assert all(p.startswith(f"{PREFIX}dead/") and p.count("/") == 5 for p, _ in listed)
+    listed.clear()
+    assert (
+        cli.main(["inspect", "--archive", LOCATION, "--older-than", "5d", "--newer-than", "20d", "--json"])
+        == 0
+    )
+    assert {r["id"] for r in _json(capsys)["oldest"]} == {"id-d10"}
+    listed.clear()
+    # One outcome and one error type narrow each day's prefix to them.
+    argv = ["--newer-than", "2d", "--outcome", "exhausted", "--error-type", "TimeoutError", "--json"]
+    assert cli.main(["inspect", "--archive", LOCATION, *argv]) == 0
+    assert {r["id"] for r in _json(capsys)["oldest"]} == {"id-d1"}
+    assert all(p.endswith("/exhausted/TimeoutError/") for p, _ in listed)
+    listed.clear()
+    # No lower bound: the whole dead/ prefix once, stopping at the last day.
+    assert cli.main(["inspect", "--archive", LOCATION, "--older-than", "30d", "--json"]) == 0
+    assert {r["id"] for r in _json(capsys)["oldest"]} == {"id-d40"}
+    assert listed == [(f"{PREFIX}dead/", None)]
+
+
+def test_match_and_source_read_the_records(archive: Archive, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed(archive)
+    assert cli.main(["inspect", "--archive", LOCATION, "--match", r"bad order \d+", "--json"]) == 0
+    assert [r["id"] for r in _json(capsys)["oldest"]] == ["id-c"]
+    assert cli.main(["inspect", "--archive", LOCATION, "--match", "^b$", "--json"]) == 0  # the body
+    assert [r["id"] for r in _json(capsys)["oldest"]] == ["id-b"]
+    assert cli.main(["inspect", "--archive", LOCATION, "--source", "orders", "--json"]) == 0
+    assert _json(capsys)["scanned"] == 3
+    assert cli.main(["inspect", "--archive", LOCATION, "--source", "payments", "--json"]) == 0
+    assert _json(capsys)["scanned"] == 0
+
+
+# --- redrive ------------------------------------------------------------------------------------------
+
+
+def test_redrive_dry_run_changes_nothing(archive: Archive, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed(archive)
+    before = archive.etags()
+    assert cli.main(["redrive", "--archive", LOCATION, "--outcome", "exhausted", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: would redrive 2 of 2 listed" in out
+    assert "nothing was changed" in out
+    assert archive.etags() == before
+    assert archive.world.counts(archive.world.source) == (0, 0)
+
+
+def test_redrive_sends_what_the_queue_redrive_sends_then_marks(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = _seed(archive)
+    stored = {k: archive.record(k) for k in keys}
+    assert cli.main(["redrive", "--archive", LOCATION, "--rate", "50/s", "--yes", "--json"]) == 0
+    report = _json(capsys)
+    assert report["moved"] == 3
+    assert report["complete"] is True
+    world = archive.world
+    sent = world.all_messages(world.source)
+    # By default the final envelope as the consumer wrote it (its chain's next attempt, claims and all),
+    # as `redrive --from-queue-url` sends it.
+    assert sorted(m["Body"] for m in sent) == sorted(r["message"]["body"] for r in stored.values())
+    for key in keys:
+        marks = archive.record(key)["redriven"]
+        assert len(marks) == 1
+        assert marks[0]["run"] == report["archive_run_id"]
+        assert marks[0]["to"] == world.source
+        assert marks[0]["message_id"] in {m["MessageId"] for m in sent}
+    # A second run: every record redriven already, nothing sent.
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 0
+    again = _json(capsys)
+    assert (again["moved"], again["already_redriven"]) == (0, 3)
+    assert world.counts(world.source) == (3, 0)
+    # --again: sent once more, a second mark.
+    assert cli.main(["redrive", "--archive", LOCATION, "--outcome", "non-retryable", "--again", "--yes"]) == 0
+    assert "redriven 1 of 1 listed" in capsys.readouterr().out
+    assert world.counts(world.source) == (4, 0)
+    assert [len(archive.record(k)["redriven"]) for k in keys].count(2) == 1
+
+
+def test_reset_attempts_sends_the_original(archive: Archive, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed(archive)
+    world = archive.world
+    argv = ["redrive", "--archive", LOCATION, "--to-queue-url", world.dlq, "--reset-attempts", "--yes"]
+    assert cli.main([*argv, "--outcome", "non-retryable"]) == 0
+    [sent] = world.all_messages(world.dlq)
+    assert sent["Body"] == "c"
+    assert sent["MessageAttributes"]["tenant"]["StringValue"] == "acme"
+
+
+def test_one_chain_once_per_run(archive: Archive, capsys: pytest.CaptureFixture[str]) -> None:
+    world = archive.world
+    world.final("x1", TimeoutError("t"), message_id="chain-x")
+    archive.drain(NOW - timedelta(hours=3))
+    world.final("x2", TimeoutError("t"), message_id="chain-x")  # the same chain, archived again later
+    archive.drain(NOW - timedelta(hours=1))
+    assert len(archive.etags()) == 2
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 0
+    report = _json(capsys)
+    assert (report["moved"], report["repeated"]) == (1, 1)
+    assert world.counts(world.source) == (1, 0)
+
+
+def test_an_interrupted_run_started_again_skips_what_it_marked(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _seed(archive)
+    sends = {"n": 0}
+    real = archive.world.sqs
+
+    class Flaky:  # the second send is throttled past the client's retries: the run stops there
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def send_message(self, **kwargs: Any) -> Any:
+            sends["n"] += 1
+            if sends["n"] == 2:
+                raise ClientError(
+                    {"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "SendMessage"
+                )
+            return real.send_message(**kwargs)
+
+    monkeypatch.setattr(archive_redrive, "sqs_client", lambda _args: Flaky())
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 1
+    first = _json(capsys)
+    assert first["moved"] == 1
+    assert first["stopped"].startswith("send failed: ThrottlingException")
+    monkeypatch.setattr(archive_redrive, "sqs_client", lambda _args: real)  # the throttling is over
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 0
+    second = _json(capsys)
+    assert (second["moved"], second["already_redriven"]) == (2, 1)
+    assert set(first["moved_keys"]) | set(second["moved_keys"]) == set(keys)
+    assert archive.world.counts(archive.world.source) == (3, 0)
+
+
+def test_a_mark_racing_another_writer_is_written_on_the_fresh_object(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [key] = [k for k in _seed(archive) if "/non-retryable/" in k]
+    rewrite = ArchiveObjects.rewrite
+    raced = {"done": False}
+
+    def racing(self: ArchiveObjects, stored: Any, record: dict[str, Any]) -> bool:
+        if not raced["done"]:  # someone else rewrites the object between our read and our write
+            raced["done"] = True
+            other = archive.record(stored.key) | {"deployment": "renamed"}
+            archive.s3.put_object(Bucket=BUCKET, Key=stored.key, Body=json.dumps(other).encode())
+        return rewrite(self, stored, record)
+
+    monkeypatch.setattr(ArchiveObjects, "rewrite", racing)
+    assert cli.main(["redrive", "--archive", LOCATION, "--outcome", "non-retryable", "--yes"]) == 0
+    record = archive.record(key)
+    assert record["deployment"] == "renamed"  # the other write kept
+    assert len(record["redriven"]) == 1  # and marked once, on top of it
+    assert archive.world.counts(archive.world.source) == (1, 0)
+
+
+def test_a_corrupt_object_is_reported_and_the_run_goes_on(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seed(archive)
+    day = f"{NOW - timedelta(hours=2):%Y/%m/%d}"
+    bad = f"{PREFIX}dead/{day}/exhausted/TimeoutError/broken.1.000000000000.json"
+    archive.s3.put_object(Bucket=BUCKET, Key=bad, Body=b"{not json")
+    assert cli.main(["inspect", "--archive", LOCATION, "--json"]) == 1
+    report = _json(capsys)
+    assert report["scanned"] == 3
+    assert [u["key"] for u in report["unreadable"]] == [bad]
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes"]) == 1
+    captured = capsys.readouterr()
+    assert f"unreadable {bad}: not JSON" in captured.err
+    assert "redriven 3 of 4 listed" in captured.out
+    assert archive.world.counts(archive.world.source) == (3, 0)
+    # --match makes discard read each object: the corrupt one cannot be judged, so it stays, reported.
+    assert cli.main(["discard", "--archive", LOCATION, "--match", "read timed", "--yes", "--json"]) == 1
+    report = _json(capsys)
+    assert report["deleted"] == 2
+    assert [u["key"] for u in report["unreadable"]] == [bad]
+    assert bad in archive.etags()
+
+
+# --- discard ------------------------------------------------------------------------------------------
+
+
+def test_discard_dry_run_then_for_real(archive: Archive, capsys: pytest.CaptureFixture[str]) -> None:
+    keys = _seed(archive)
+    before = archive.etags()
+    assert cli.main(["discard", "--archive", LOCATION, "--outcome", "non-retryable", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: would discard 1 of 1 listed; nothing was changed" in out
+    assert archive.etags() == before
+    assert cli.main(["discard", "--archive", LOCATION, "--outcome", "non-retryable", "--yes", "--json"]) == 0
+    report = _json(capsys)
+    assert report["deleted"] == 1
+    assert report["ids"] == ["id-c"]
+    assert set(archive.etags()) == {k for k in keys if "/non-retryable/" not in k}
+
+
+def test_discard_without_yes_from_a_script_changes_nothing(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(archive)
+    before = archive.etags()
+    monkeypatch.setattr("sys.stdin", open("/dev/null"))  # noqa: SIM115 - closed with the test's stdin
+    assert cli.main(["discard", "--archive", LOCATION]) == 2
+    assert "give --yes" in capsys.readouterr().err
+    assert cli.main(["redrive", "--archive", LOCATION]) == 2
+    assert archive.etags() == before
+
+
+# --- usage --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect", "--archive", LOCATION, "--queue-url", "https://q"],
+        ["inspect", "--archive", "s3://No_Such/"],
+        ["inspect", "--archive", f"s3://{BUCKET}/serverless-retry"],
+        ["inspect"],
+        ["redrive", "--archive", LOCATION, "--from-queue-url", "https://q"],
+    ],
+)
+def test_usage_errors_of_the_parser(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["redrive", "--archive", LOCATION, "--native"], "--native: not with --archive"),
+        (["redrive", "--archive", LOCATION, "--to-function"], "--to-function: not with --archive"),
+        (["discard", "--archive", LOCATION, "--queue-url", "https://q"], "not with --queue-url"),
+        (["discard"], "one is required"),
+        (["inspect", "--archive", LOCATION, "--match", "(a"], "not a valid RE2"),
+        (["inspect", "--archive", LOCATION, "--backlog"], "not with --archive"),
+        (["inspect", "--queue-url", "https://q", "--match", "x"], "with --archive only"),
+        (["redrive", "--from-queue-url", "https://q", "--again"], "with --archive only"),
+    ],
+)
+def test_usage_errors_after_parsing(
+    archive: Archive, argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    assert says in capsys.readouterr().err

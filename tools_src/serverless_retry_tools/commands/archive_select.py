@@ -1,0 +1,163 @@
+"""Which archive objects the filters select: the queue forms' filters (filters.py), on the archive.
+
+Ages are measured from ``terminal_at`` (when the message was given up on, or reached its DLQ): the
+time range picks the days to list, and outcome and error type are read from the key. An object is
+read only when a filter needs its body: ``--source``, ``--match``, or a time bound that falls inside
+the object's day. A record is then judged by :func:`serverless_retry.queue_redrive.matches`, on the
+message the archived copy decodes to (:func:`record_message`), so a filter means on the archive what
+it means on the queue."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from serverless_retry.envelope import api_attributes, attributes_from_record, parse_time
+from serverless_retry.queue_redrive import ExhaustedMessage, decode, matches
+from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.regex import RE2Pattern, compile_re2
+
+from serverless_retry_tools.commands.archive_location import (
+    ArchiveKey,
+    ArchiveLocation,
+    day_prefixes,
+    key_safe,
+    parse_key,
+)
+from serverless_retry_tools.commands.archive_objects import ArchiveObjects
+from serverless_retry_tools.commands.filters import filter_options
+
+__all__ = ["ArchiveFilters", "add_match_argument", "archive_filters", "listed_keys", "record_message"]
+
+
+def add_match_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--match",
+        metavar="RE2",
+        help="--archive: only records whose reason, last error or body matches this RE2 regex",
+    )
+
+
+@dataclass(frozen=True)
+class ArchiveFilters:
+    options: RedriveOptions  # outcomes, error types, sources, older/newer than: matches() reads them
+    now: datetime
+    match: RE2Pattern | None = None
+
+    @property
+    def earliest(self) -> datetime | None:
+        """Objects terminal before this are too old (--newer-than)."""
+        newer = self.options.newer_than
+        return None if newer is None else self.now - timedelta(seconds=newer)
+
+    @property
+    def latest(self) -> datetime:
+        """Objects terminal after this are too new (--older-than)."""
+        older = self.options.older_than
+        return self.now if older is None else self.now - timedelta(seconds=older)
+
+    def _inside(self, day: date) -> bool:
+        """Whether every moment of ``day`` is inside the time range (no need to read terminal_at)."""
+        earliest = self.earliest
+        if earliest is not None and day <= earliest.date():
+            return False
+        return day < self.latest.date()
+
+    def key_selects(self, key: ArchiveKey) -> bool:
+        """False when the key alone rules the object out; True: maybe (see :meth:`needs_body`)."""
+        options = self.options
+        if options.outcomes and key.outcome not in {key_safe(o) for o in options.outcomes}:
+            return False
+        if options.error_types and key.error_type not in {key_safe(e) for e in options.error_types}:
+            return False
+        earliest = self.earliest
+        if earliest is not None and key.day < earliest.date():
+            return False
+        return key.day <= self.latest.date()
+
+    def needs_body(self, key: ArchiveKey) -> bool:
+        options = self.options
+        timed = options.older_than is not None or options.newer_than is not None
+        # An error type cut or changed by key-safety ("a b" and "a-b" share a key part): the record says.
+        exact = all(key_safe(e) == e for e in options.error_types)
+        return bool(
+            options.sources or self.match is not None or (timed and not self._inside(key.day)) or not exact
+        )
+
+    def record_selects(self, record: dict[str, Any], message: ExhaustedMessage) -> bool:
+        # --source: where it failed (the envelope's source) or where a redrive sends it (the archiver's).
+        places = {message.source, str(record.get("source_queue_arn") or "")}
+        if not any(matches(replace(message, source=p), self.options, self.now) for p in places):
+            return False
+        if self.match is None:
+            return True
+        texts = (record.get("reason"), record.get("error_message"), message.body, message.raw_body)
+        return any(isinstance(t, str) and self.match.search(t) for t in texts)
+
+
+def archive_filters(args: argparse.Namespace, location: ArchiveLocation, now: datetime) -> ArchiveFilters:
+    match = compile_re2(args.match, "--match") if getattr(args, "match", None) else None
+    return ArchiveFilters(filter_options(args, str(location)), now, match)
+
+
+def listed_keys(objects: ArchiveObjects, filters: ArchiveFilters) -> Iterator[ArchiveKey]:
+    """The keys of the time range the key alone does not rule out, day by day, in key order."""
+    earliest = filters.earliest
+    last = filters.latest.date()
+    options = filters.options
+    for prefix, start_after in day_prefixes(
+        objects.location,
+        earliest.date() if earliest is not None else None,
+        last,
+        outcomes=options.outcomes,
+        error_types=options.error_types,
+    ):
+        for name in objects.keys(prefix, start_after):
+            key = parse_key(name, objects.location)
+            if key is None:
+                continue
+            if key.day > last:
+                break  # keys sort by day: the rest is later still
+            if filters.key_selects(key):
+                yield key
+
+
+def _terminal_at(record: dict[str, Any], fallback: datetime | None) -> datetime | None:
+    text = record.get("terminal_at")
+    if isinstance(text, str):
+        try:
+            return parse_time(text)
+        except ValueError:
+            pass
+    return fallback
+
+
+def record_message(record: dict[str, Any]) -> ExhaustedMessage:
+    """The archived message as the queue forms see a received one (queue_redrive.decode of the same
+    body, attributes and SQS attributes), with the record's own view where the archiver knew more:
+    its outcome and error (a plain DLQ message's "dlq"), its chain id, where it goes back
+    (``source_queue_arn``), and its age from ``terminal_at``."""
+    stored = record["message"]
+    received: Any = {  # a received message's shape (MessageTypeDef), as SQS gave it to the archiver
+        "MessageId": str(stored.get("message_id", "")),
+        "Body": stored["body"],
+        # Verbatim as the archiver got them (a Lambda SQS event's stringValue/binaryValue, base64 text):
+        # in the API form decode() and the senders take.
+        "MessageAttributes": api_attributes(attributes_from_record(dict(stored.get("attributes") or {}))),
+        "Attributes": {str(k): str(v) for k, v in dict(stored.get("system_attributes") or {}).items()},
+    }
+    message = decode(received)
+    changes: dict[str, Any] = {"sent_at": _terminal_at(record, message.sent_at)}
+    for name, field in (("outcome", "outcome"), ("error_type", "error_type"), ("retry_id", "envelope_id")):
+        value = record.get(name)
+        if isinstance(value, str) and value:
+            changes[field] = value
+    if record.get("error_type") == "none":
+        changes["error_type"] = ""
+    source = record.get("source_queue_arn")
+    if isinstance(source, str) and source and not message.source:
+        changes["source"] = source
+    return replace(message, **changes)
