@@ -441,6 +441,8 @@ def test_discard_without_yes_from_a_script_changes_nothing(
         ["inspect", "--archive", "s3://No_Such/"],
         ["inspect", "--archive", f"s3://{BUCKET}/serverless-retry"],
         ["inspect"],
+        ["discard"],
+        ["discard", "--archive", "copy.jsonl"],
         ["redrive", "--archive", LOCATION, "--from-queue-url", "https://q"],
     ],
 )
@@ -457,7 +459,6 @@ def test_usage_errors_of_the_parser(argv: list[str], capsys: pytest.CaptureFixtu
         (["redrive", "--archive", LOCATION, "--native"], "--native: not with --archive"),
         (["redrive", "--archive", LOCATION, "--to-function"], "--to-function: not with --archive"),
         (["discard", "--archive", LOCATION, "--queue-url", "https://q"], "not with --queue-url"),
-        (["discard"], "one is required"),
         (["inspect", "--archive", LOCATION, "--match", "(a"], "not a valid RE2"),
         (["inspect", "--archive", LOCATION, "--backlog"], "not with --archive"),
         (["inspect", "--queue-url", "https://q", "--match", "x"], "with --archive only"),

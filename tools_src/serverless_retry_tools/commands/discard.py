@@ -93,6 +93,17 @@ def _open_archive(args: argparse.Namespace) -> TextIO | None:
         raise UsageError(f"--archive: cannot write {path}: {exc.strerror}") from None
 
 
+class _QueueOrArchiveParser(argparse.ArgumentParser):
+    """discard's parser: --queue-url is required unless --archive names an s3:// archive (then the
+    location discarded from), checked where argparse checks a required option: at parse time."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if parsed.queue_url is None and not is_archive_url(parsed.archive):
+            self.error("one of the arguments --queue-url or --archive s3://BUCKET/PREFIX/ is required")
+        return parsed, extras
+
+
 def _archive_form(args: argparse.Namespace) -> bool:
     """--archive s3://...: the archive is where records are discarded from (not a copy of a queue's)."""
     if not is_archive_url(args.archive):
@@ -224,6 +235,7 @@ def register(sub: Any) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FORMATTER,
     )
+    cmd.__class__ = _QueueOrArchiveParser  # add_parser builds the subcommands' one class
     cmd.add_argument("--queue-url", help="the retry-exhausted queue or DLQ (or --archive s3://...)")
     add_filter_arguments(cmd)
     add_match_argument(cmd)
