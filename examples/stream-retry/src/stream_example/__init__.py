@@ -1,0 +1,1 @@
+"""The stream-retry example's order processor: ``stream_example.processor:process``."""
