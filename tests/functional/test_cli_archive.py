@@ -21,7 +21,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from serverless_retry.clock import FrozenClock
-from serverless_retry.envelope import format_time
+from serverless_retry.envelope import format_time, parse_time
 from serverless_retry.terminal import read_terminal
 from serverless_retry_tools import cli
 from serverless_retry_tools.commands import archive_redrive
@@ -49,72 +49,97 @@ def _event_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def put_archived(
+    s3: Any,
+    received: dict[str, Any],
+    *,
+    bucket: str,
+    prefix: str,
+    archive_queue_arn: str,
+    source_queue_arn: str | None,
+    terminal_at: datetime | None = None,
+    place: str = "exhausted",
+    retry_id: str | None = None,
+) -> str:
+    """Archive one received message (ReceiveMessage with every attribute) as the archiver does, by
+    the shared spec; returns its key. ``terminal_at`` defaults to the envelope's exhausted time, else
+    the SentTimestamp (a DLQ move keeps it)."""
+    body = received["Body"]
+    attributes = received.get("MessageAttributes", {})
+    system = received.get("Attributes", {})
+    view = read_terminal(body, attributes, message_id=received["MessageId"])
+    if terminal_at is None:
+        terminal_at = (
+            parse_time(view.exhausted_at)
+            if view.exhausted_at
+            else datetime.fromtimestamp(int(system["SentTimestamp"]) / 1000, UTC)
+        )
+    chain = retry_id or view.id or received["MessageId"]
+    attempt = view.attempt or 1
+    error_type = view.error_type or "none"
+    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+    key = (
+        f"{prefix}dead/{terminal_at:%Y/%m/%d}/{key_safe(view.outcome)}/{key_safe(error_type)}/"
+        f"{chain}.{attempt}.{digest}.json"
+    )
+    record = {
+        "format": "serverless-retry-archive/1",
+        "key": key,
+        "place": place,
+        "deployment": "orders",
+        "archive_queue_arn": archive_queue_arn,
+        "source_queue_arn": source_queue_arn,
+        "outcome": view.outcome,
+        "reason": view.reason,
+        "error_type": view.error_type,
+        "error_message": view.error,
+        "retry_id": chain,
+        "attempt": attempt,
+        "first_failed_at": view.first_failed_at,
+        "terminal_at": format_time(terminal_at),
+        "archived_at": format_time(terminal_at + timedelta(seconds=5)),
+        "history": [dict(h) for h in view.history],
+        "message": {
+            "message_id": received["MessageId"],
+            "body": body,
+            "attributes": _event_attributes(attributes),
+            "system_attributes": system,
+        },
+        "original": {"body": view.body, "attributes": dict(view.attributes)},
+        "redriven": [],
+    }
+    s3.put_object(
+        Bucket=bucket,
+        Key=key,
+        Body=json.dumps(record).encode(),
+        ContentType="application/json",
+        IfNoneMatch="*",
+        Metadata={
+            "outcome": view.outcome,
+            "error-type": error_type,
+            "retry-id": chain,
+            "attempt": str(attempt),
+        },
+    )
+    return key
+
+
 @dataclass
 class Archive:
     world: World
     s3: Any
     source_arn: str
 
-    def put(
-        self,
-        received: dict[str, Any],
-        *,
-        terminal_at: datetime,
-        source_queue_arn: str | None = None,
-        retry_id: str | None = None,
-    ) -> str:
-        """Archive one received message as the archiver does; returns its key."""
-        body = received["Body"]
-        attributes = received.get("MessageAttributes", {})
-        view = read_terminal(body, attributes, message_id=received["MessageId"])
-        chain = retry_id or view.id or received["MessageId"]
-        attempt = view.attempt or 1
-        error_type = view.error_type or "none"
-        digest = hashlib.sha256(body.encode()).hexdigest()[:12]
-        key = (
-            f"{PREFIX}dead/{terminal_at:%Y/%m/%d}/{key_safe(view.outcome)}/{key_safe(error_type)}/"
-            f"{chain}.{attempt}.{digest}.json"
+    def put(self, received: dict[str, Any], *, terminal_at: datetime) -> str:
+        return put_archived(
+            self.s3,
+            received,
+            bucket=BUCKET,
+            prefix=PREFIX,
+            archive_queue_arn=self.world.arn(self.world.exhausted),
+            source_queue_arn=self.source_arn,
+            terminal_at=terminal_at,
         )
-        record = {
-            "format": "serverless-retry-archive/1",
-            "key": key,
-            "place": "exhausted",
-            "deployment": "orders",
-            "archive_queue_arn": self.world.arn(self.world.exhausted),
-            "source_queue_arn": source_queue_arn if source_queue_arn is not None else self.source_arn,
-            "outcome": view.outcome,
-            "reason": view.reason,
-            "error_type": view.error_type,
-            "error_message": view.error,
-            "retry_id": chain,
-            "attempt": attempt,
-            "first_failed_at": view.first_failed_at,
-            "terminal_at": format_time(terminal_at),
-            "archived_at": format_time(terminal_at + timedelta(seconds=5)),
-            "history": [dict(h) for h in view.history],
-            "message": {
-                "message_id": received["MessageId"],
-                "body": body,
-                "attributes": _event_attributes(attributes),
-                "system_attributes": received.get("Attributes", {}),
-            },
-            "original": {"body": view.body, "attributes": dict(view.attributes)},
-            "redriven": [],
-        }
-        self.s3.put_object(
-            Bucket=BUCKET,
-            Key=key,
-            Body=json.dumps(record).encode(),
-            ContentType="application/json",
-            IfNoneMatch="*",
-            Metadata={
-                "outcome": view.outcome,
-                "error-type": error_type,
-                "retry-id": chain,
-                "attempt": str(attempt),
-            },
-        )
-        return key
 
     def drain(self, terminal_at: datetime | list[datetime]) -> list[str]:
         """Archive every message of the retry-exhausted queue and delete it there (drain on arrival)."""
