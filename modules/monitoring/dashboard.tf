@@ -7,6 +7,7 @@ locals {
     { for concern, alarm in aws_cloudwatch_metric_alarm.this : concern => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.exhausted_rate : "exhausted_rate" => alarm.arn },
     { for alarm in aws_cloudwatch_metric_alarm.records_failing : "records_failing" => alarm.arn },
+    { for role, alarm in aws_cloudwatch_metric_alarm.expiry : "${role}_expiry" => alarm.arn },
   )
 
   # Queue graphs: each line only for the queues given (the roles of other patterns are null).

@@ -406,3 +406,95 @@ check "records_failing_fires_before_the_dlq" {
     error_message = "The records-failing alarm fires up to ${local.failing_fires_within} s after a record's first failed receive (a ${local.failing_period} s period, plus a minute for SQS to publish and one to evaluate), but SQS moves it to the DLQ after maxReceiveCount (${try(var.source_redrive.max_receive_count, 0)}) x the visibility timeout (${local.redrive_visibility} s) = ${local.redrive_window} s: on-call would hear of it after the DLQ. Raise the source queue's max_receive_count or visibility timeout."
   }
 }
+
+# --- no silent expiry: a terminal queue's oldest message against its retention ------------------------
+# Without an archive (modules/archive), what the retry-exhausted queue and the DLQs hold is deleted by
+# SQS at the end of their retention, without a trace. This alarm fires well before that: at retention
+# minus max(1 day, 20 % of it), over 1 h periods (SQS publishes the metric every minute while the queue
+# holds a message), so on-call has at least a day to inspect and redrive. Off with archive_enabled.
+locals {
+  expiry_roles = {
+    "scheduled-retry" = ["dlq", "exhausted", "schedule_dlq"]
+    "native-retry"    = ["dlq"]
+    "self-healing"    = ["failure_dlq", "exhausted", "rules_dlq", "redrive_dlq", "schedule_dlq"]
+  }
+  expiry_period = 3600
+  expiry = var.archive_enabled ? {} : {
+    for role in local.expiry_roles[var.pattern] : role => {
+      retention_seconds = var.retention_seconds[role]
+      lead_seconds      = max(86400, floor(var.retention_seconds[role] / 5))
+      # A retention of a day or less leaves no day of lead: fire on any message a minute old.
+      threshold_seconds = max(60, var.retention_seconds[role] - max(86400, floor(var.retention_seconds[role] / 5)))
+    }
+    # A standard source's schedules dead-letter to the DLQ, already watched.
+    if local.queues[role] != null && !(role == "schedule_dlq" && local.queues.schedule_dlq == local.queues.dlq)
+  }
+
+  # Where each queue's messages go back to once the cause is fixed (the depth alarms' commands).
+  expiry_redrive = {
+    "scheduled-retry" = {
+      dlq          = "serverless-retry redrive --from-queue-url ${local.url.dlq} --native --yes"
+      exhausted    = "${local.redrive_command} --dry-run, then --yes"
+      schedule_dlq = "serverless-retry redrive --from-queue-url ${local.url.schedule_dlq} --to-queue-url ${local.url.source} --dry-run, then --yes"
+    }
+    "native-retry" = {
+      dlq = "serverless-retry redrive --from-queue-url ${local.url.dlq} --native --yes"
+    }
+    "self-healing" = {
+      for role in ["failure_dlq", "exhausted", "rules_dlq", "redrive_dlq", "schedule_dlq"] :
+      role => "serverless-retry redrive --from-queue-url ${local.url[role]} --to-function --dry-run, then --yes"
+    }
+  }
+  expiry_descriptions = {
+    for role, e in local.expiry : role => replace(trimspace(<<-EOT
+      serverless-retry: the oldest message in ${local.q[role]} is older than ${e.threshold_seconds} s
+      (${format("%.1f", e.threshold_seconds / 86400)} d); SQS deletes messages ${e.retention_seconds} s
+      (${format("%.1f", e.retention_seconds / 86400)} d) after they were sent, and nothing archives this
+      queue. Before then, inspect (removes nothing): serverless-retry inspect --queue-url
+      ${local.url[role]}; once fixed, redrive: ${local.expiry_redrive[var.pattern][role]}. To end this:
+      modules/archive, then archive_enabled = true. SQS leaves a message received 3+ times (inspect
+      receives) out of this metric.
+    EOT
+    ), "\n", " ")
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "expiry" {
+  for_each = local.expiry
+
+  alarm_name          = "${var.name}-${replace(each.key, "_", "-")}-expiry"
+  alarm_description   = local.expiry_descriptions[each.key]
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateAgeOfOldestMessage"
+  dimensions          = { QueueName = local.queues[each.key] }
+  statistic           = "Maximum"
+  period              = local.expiry_period
+  evaluation_periods  = 1
+  datapoints_to_alarm = 1
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = each.value.threshold_seconds
+  # SQS publishes the metric only while the queue holds a message: no data is an empty queue.
+  treat_missing_data = "notBreaching"
+
+  actions_enabled = true
+  alarm_actions   = var.alarm_actions
+  ok_actions      = var.ok_actions
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.expiry_descriptions[each.key]) <= 1024
+      error_message = "The ${each.key} expiry alarm's description exceeds CloudWatch's 1024 characters: shorten the queue names."
+    }
+  }
+}
+
+# A standard DLQ's message expires counting from when it was first sent, but the metric counts from
+# its move to the DLQ: the lead must cover the time a failing record spends in the source first.
+check "dlq_expiry_lead_covers_the_redrive_window" {
+  assert {
+    condition     = !local.native || !contains(keys(local.expiry), "dlq") || local.redrive_window < try(local.expiry.dlq.lead_seconds, 0)
+    error_message = "A record spends up to max_receive_count x the visibility timeout (${local.redrive_window} s) in the source before SQS moves it to the DLQ, and its DLQ retention counts from its first send, but the dlq expiry alarm's lead is only ${try(local.expiry.dlq.lead_seconds, 0)} s: it could fire after SQS deleted the message. Lower the source's max_receive_count or visibility timeout, or archive the DLQ (modules/archive)."
+  }
+}

@@ -1,5 +1,5 @@
 output "alarm_arns" {
-  description = "ARN of each alarm by concern: dlq_depth, schedule_dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate, records_failing (only those whose inputs were given)."
+  description = "ARN of each alarm by concern: dlq_depth, schedule_dlq_depth, exhausted_depth, oldest_message_age, function_errors, delivery_failed, exhausted_rate, records_failing, <role>_expiry (only those whose inputs were given)."
   value       = local.alarm_arns
 }
 
@@ -9,6 +9,7 @@ output "alarm_names" {
     { for concern, alarm in aws_cloudwatch_metric_alarm.this : concern => alarm.alarm_name },
     { for alarm in aws_cloudwatch_metric_alarm.exhausted_rate : "exhausted_rate" => alarm.alarm_name },
     { for alarm in aws_cloudwatch_metric_alarm.records_failing : "records_failing" => alarm.alarm_name },
+    { for role, alarm in aws_cloudwatch_metric_alarm.expiry : "${role}_expiry" => alarm.alarm_name },
   )
 }
 
@@ -29,4 +30,9 @@ output "dashboard_name" {
 output "dashboard_arn" {
   description = "ARN of the CloudWatch dashboard."
   value       = aws_cloudwatch_dashboard.this.dashboard_arn
+}
+
+output "expiry_alarms" {
+  description = "The expiry alarm of each terminal queue, by role: retention_seconds, lead_seconds (max(1 day, 20 % of retention)), threshold_seconds (retention - lead, at least 60) and period_seconds. Empty with archive_enabled."
+  value       = { for role, e in local.expiry : role => merge(e, { period_seconds = local.expiry_period }) }
 }

@@ -257,3 +257,29 @@ variable "tags" {
   default     = {}
   nullable    = false
 }
+
+variable "archive_enabled" {
+  description = "true when modules/archive drains this deployment's terminal queues into S3: the queues are then buffers, and the expiry alarms (a terminal queue's oldest message nearing its retention, when SQS would delete it unread) are not made. false (the default): one expiry alarm per terminal queue given (scheduled-retry: dlq, exhausted, schedule_dlq; native-retry: dlq; self-healing: failure_dlq, exhausted, rules_dlq, redrive_dlq, schedule_dlq)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "retention_seconds" {
+  description = "message_retention_seconds of each terminal queue, by role (default 1209600, 14 days: what modules/queue and modules/self-healing give every DLQ and retry-exhausted queue; pass their dlq_message_retention_seconds or exhausted_message_retention_seconds if you changed them). The expiry alarm fires when the queue's oldest message is older than retention - max(1 day, 20 % of retention)."
+  type = object({
+    dlq          = optional(number, 1209600)
+    exhausted    = optional(number, 1209600)
+    schedule_dlq = optional(number, 1209600)
+    failure_dlq  = optional(number, 1209600)
+    rules_dlq    = optional(number, 1209600)
+    redrive_dlq  = optional(number, 1209600)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for r in values(var.retention_seconds) : floor(r) == r && r >= 60 && r <= 1209600])
+    error_message = "Every retention_seconds entry must be a whole number of seconds from 60 to 1209600 (SQS's range for message_retention_seconds)."
+  }
+}

@@ -231,8 +231,8 @@ run "dashboard_draws_every_concern" {
   }
 
   assert {
-    condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 6
-    error_message = "The alarm widget shows all six alarms."
+    condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 6 + 2
+    error_message = "The alarm widget shows all eight alarms: six, and the DLQ's and the exhausted queue's expiry alarms."
   }
 }
 
@@ -504,8 +504,8 @@ run "self_healing_queue_set_in_one_instance" {
   }
 
   assert {
-    condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 8
-    error_message = "The alarm widget shows all eight alarms."
+    condition     = length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.alarms) == 8 + 5
+    error_message = "The alarm widget shows all thirteen alarms: eight, and the expiry alarms of the five terminal queues."
   }
 }
 
@@ -742,4 +742,218 @@ run "native_retry_has_no_exhausted_queue" {
   }
 
   expect_failures = [aws_cloudwatch_dashboard.this]
+}
+
+# --- no silent expiry without an archive -------------------------------------------------------------
+
+run "expiry_alarms_fire_a_lead_before_the_default_14_day_retention" {
+  command = plan
+
+  assert {
+    condition = {
+      for k, a in aws_cloudwatch_metric_alarm.expiry : k => "${a.alarm_name} | ${a.namespace} | ${a.metric_name} | ${jsonencode(a.dimensions)} | ${a.statistic} ${a.period} x ${a.evaluation_periods} | ${a.comparison_operator} ${a.threshold}"
+      } == {
+      # 14 days = 1209600 s; lead = max(1 day, 20 %) = 241920 s; 1209600 - 241920 = 967680 s (11.2 days).
+      dlq       = "orders-dlq-expiry | AWS/SQS | ApproximateAgeOfOldestMessage | {\"QueueName\":\"orders-dlq\"} | Maximum 3600 x 1 | GreaterThanThreshold 967680"
+      exhausted = "orders-exhausted-expiry | AWS/SQS | ApproximateAgeOfOldestMessage | {\"QueueName\":\"orders-exhausted\"} | Maximum 3600 x 1 | GreaterThanThreshold 967680"
+    }
+    error_message = "One expiry alarm per terminal queue, on the oldest message's age, at retention - 20 %, over 1 h periods: ${jsonencode({ for k, a in aws_cloudwatch_metric_alarm.expiry : k => a.threshold })}"
+  }
+
+  assert {
+    condition = alltrue([
+      for a in values(aws_cloudwatch_metric_alarm.expiry) :
+      a.treat_missing_data == "notBreaching" && a.actions_enabled && a.alarm_actions == toset(var.alarm_actions) && a.ok_actions == toset(var.ok_actions) && a.tags == tomap({ team = "orders" })
+    ])
+    error_message = "Expiry alarms notify like the others, treat an empty queue's missing data as OK, and carry the tags."
+  }
+
+  assert {
+    condition = alltrue([
+      strcontains(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description, "serverless-retry inspect --queue-url $(aws sqs get-queue-url --queue-name orders-exhausted --query QueueUrl --output text)"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description, "serverless-retry redrive --from-queue-url $(aws sqs get-queue-url --queue-name orders-exhausted --query QueueUrl --output text) --to-queue-url $(aws sqs get-queue-url --queue-name orders --query QueueUrl --output text) --dry-run"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "serverless-retry inspect --queue-url $(aws sqs get-queue-url --queue-name orders-dlq --query QueueUrl --output text)"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "serverless-retry redrive --from-queue-url $(aws sqs get-queue-url --queue-name orders-dlq --query QueueUrl --output text) --native --yes"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "967680 s (11.2 d)"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "1209600 s (14.0 d)"),
+      strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "modules/archive, then archive_enabled = true"),
+      !strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "\n"),
+    ])
+    error_message = "The description says when SQS deletes, and the commands to inspect and redrive before then: ${aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description}"
+  }
+
+  assert {
+    condition     = output.alarm_names["dlq_expiry"] == "orders-dlq-expiry" && output.alarm_names["exhausted_expiry"] == "orders-exhausted-expiry" && length(output.alarm_arns) == 8
+    error_message = "The expiry alarms are in alarm_arns and alarm_names as <role>_expiry."
+  }
+
+  assert {
+    condition     = output.expiry_alarms.dlq == { retention_seconds = 1209600, lead_seconds = 241920, threshold_seconds = 967680, period_seconds = 3600 }
+    error_message = "expiry_alarms shows the arithmetic: ${jsonencode(output.expiry_alarms)}"
+  }
+}
+
+run "expiry_lead_is_at_least_a_day_for_a_4_day_retention" {
+  command = plan
+
+  variables {
+    # 4 days: 20 % is 69120 s, under a day, so the lead is a day: 345600 - 86400 = 259200 s (3 days).
+    retention_seconds = { exhausted = 345600 }
+  }
+
+  assert {
+    condition = (
+      aws_cloudwatch_metric_alarm.expiry["exhausted"].threshold == 259200 &&
+      aws_cloudwatch_metric_alarm.expiry["dlq"].threshold == 967680 &&
+      output.expiry_alarms.exhausted.lead_seconds == 86400
+    )
+    error_message = "A 4-day retention alarms at 3 days (a day's lead); the DLQ keeps its 14-day default."
+  }
+
+  assert {
+    condition     = strcontains(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description, "259200 s (3.0 d)") && strcontains(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description, "345600 s (4.0 d)")
+    error_message = "The description gives the threshold and the retention in seconds and days."
+  }
+}
+
+run "expiry_of_a_retention_of_a_day_or_less_fires_at_a_minute" {
+  command = plan
+
+  variables {
+    retention_seconds = { dlq = 3600 }
+  }
+
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.expiry["dlq"].threshold == 60
+    error_message = "No day of lead fits in an hour: the alarm fires on any message a minute old."
+  }
+}
+
+run "archive_enabled_turns_the_expiry_alarms_off" {
+  command = plan
+
+  variables {
+    archive_enabled = true
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.expiry) == 0 && output.expiry_alarms == {} && !anytrue([for k in keys(output.alarm_arns) : endswith(k, "_expiry")])
+    error_message = "With an archive the queues are buffers: no expiry alarm."
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_metric_alarm.this) == ["delivery_failed", "dlq_depth", "exhausted_depth", "function_errors", "oldest_message_age"]
+    error_message = "archive_enabled changes nothing else."
+  }
+}
+
+run "expiry_alarms_of_the_self_healing_terminal_queues" {
+  command = plan
+
+  variables {
+    pattern       = "self-healing"
+    function_name = null
+    queues = {
+      failure      = "heal-failures"
+      failure_dlq  = "heal-failures-dlq"
+      exhausted    = "heal-exhausted"
+      rules_dlq    = "heal-rules-dlq"
+      redrive_dlq  = "heal-redrive-dlq"
+      schedule_dlq = "heal-schedule-dlq"
+    }
+  }
+
+  assert {
+    condition     = { for k, a in aws_cloudwatch_metric_alarm.expiry : k => a.dimensions.QueueName } == { failure_dlq = "heal-failures-dlq", exhausted = "heal-exhausted", rules_dlq = "heal-rules-dlq", redrive_dlq = "heal-redrive-dlq", schedule_dlq = "heal-schedule-dlq" }
+    error_message = "Every terminal queue of self-healing gets one; the failure queue (a working queue) does not."
+  }
+
+  assert {
+    condition     = strcontains(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description, "serverless-retry redrive --from-queue-url $(aws sqs get-queue-url --queue-name heal-exhausted --query QueueUrl --output text) --to-function --dry-run")
+    error_message = "Self-healing redrives re-invoke the functions that failed."
+  }
+}
+
+run "expiry_of_a_fifo_schedule_dlq_and_not_twice_for_a_standard_one" {
+  command = plan
+
+  variables {
+    queues = {
+      source       = "orders.fifo"
+      dlq          = "orders-dlq.fifo"
+      exhausted    = "orders-exhausted.fifo"
+      schedule_dlq = "orders-schedule-dlq"
+    }
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_metric_alarm.expiry) == ["dlq", "exhausted", "schedule_dlq"] && aws_cloudwatch_metric_alarm.expiry["schedule_dlq"].alarm_name == "orders-schedule-dlq-expiry"
+    error_message = "A FIFO set's standard schedule DLQ has its own expiry alarm."
+  }
+}
+
+run "expiry_native_retry_watches_the_dlq_only" {
+  command = plan
+
+  variables {
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 180, max_receive_count = 5 }
+  }
+
+  assert {
+    condition     = keys(aws_cloudwatch_metric_alarm.expiry) == ["dlq"] && strcontains(aws_cloudwatch_metric_alarm.expiry["dlq"].alarm_description, "--native --yes")
+    error_message = "Native retry has one terminal queue, the DLQ, redriven with SQS's move task."
+  }
+}
+
+run "expiry_lead_shorter_than_the_time_in_the_source_warns" {
+  command = plan
+
+  # 10 receives 12 h apart: 5 days in the source, while the 14-day DLQ's lead is 2.8 days, and a
+  # standard DLQ's retention counts from the first send.
+  variables {
+    pattern        = "native-retry"
+    queues         = { source = "orders", dlq = "orders-dlq" }
+    source_redrive = { visibility_timeout_seconds = 43200, max_receive_count = 10 }
+  }
+
+  expect_failures = [check.dlq_expiry_lead_covers_the_redrive_window]
+}
+
+run "expiry_retention_beyond_14_days_is_refused" {
+  command = plan
+
+  variables {
+    retention_seconds = { dlq = 1209601 }
+  }
+
+  expect_failures = [var.retention_seconds]
+}
+
+run "expiry_fractional_retention_is_refused" {
+  command = plan
+
+  variables {
+    retention_seconds = { exhausted = 86400.5 }
+  }
+
+  expect_failures = [var.retention_seconds]
+}
+
+run "expiry_description_fits_with_the_longest_queue_names" {
+  command = plan
+
+  # 75 characters, the longest standard queue name this module takes: the exhausted queue's description names it and the source.
+  variables {
+    queues = {
+      source    = "s23456789012345678901234567890123456789012345678901234567890123456789012345"
+      exhausted = "e23456789012345678901234567890123456789012345678901234567890123456789012345"
+    }
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.expiry["exhausted"].alarm_description) <= 1024
+    error_message = "The expiry description fits CloudWatch's 1024 characters even with 75-character queue names."
+  }
 }
