@@ -69,6 +69,7 @@ class AwsClients:
         config: Config | None = None,
         sns_factory: Callable[[], SNSClient] | None = None,
         lambda_factory: Callable[[], LambdaClient] | None = None,
+        s3_factory: Callable[[], Any] | None = None,
     ) -> None:
         self._config = config
         self._sqs_factory = sqs_factory or self._default("sqs")
@@ -76,11 +77,13 @@ class AwsClients:
         self._sns_factory = sns_factory or self._default("sns")
         self._lambda_factory = lambda_factory or self._default("lambda")
         self._dynamodb_factory = dynamodb_factory or self._default("dynamodb")
+        self._s3_factory = s3_factory or self._default("s3")
         self._sqs: SQSClient | None = None
         self._scheduler: EventBridgeSchedulerClient | None = None
         self._sns: SNSClient | None = None
         self._lambda: LambdaClient | None = None
         self._dynamodb: DynamoDBClient | None = None
+        self._s3: Any = None
 
     @classmethod
     def of(
@@ -91,6 +94,7 @@ class AwsClients:
         sns: SNSClient | None = None,
         lambda_: LambdaClient | None = None,
         dynamodb: DynamoDBClient | None = None,
+        s3: Any = None,
     ) -> AwsClients:
         """Clients already built (e.g. inside a moto ``mock_aws`` context or with a Stubber)."""
         return cls(
@@ -99,6 +103,7 @@ class AwsClients:
             sns_factory=(lambda: sns) if sns is not None else None,
             lambda_factory=(lambda: lambda_) if lambda_ is not None else None,
             dynamodb_factory=(lambda: dynamodb) if dynamodb is not None else None,
+            s3_factory=(lambda: s3) if s3 is not None else None,
         )
 
     def _default(self, service: str) -> Callable[[], Any]:
@@ -134,3 +139,10 @@ class AwsClients:
         if self._dynamodb is None:
             self._dynamodb = self._dynamodb_factory()
         return self._dynamodb
+
+    @property
+    def s3(self) -> Any:
+        """The S3 client (claim-check payloads of the retry-exhausted queue)."""
+        if self._s3 is None:
+            self._s3 = self._s3_factory()
+        return self._s3

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from serverless_retry import environment
 from serverless_retry.clock import Clock, SystemClock
@@ -31,6 +31,9 @@ from serverless_retry.environment import (
 from serverless_retry.errors import ConfigError
 from serverless_retry.message import Processor
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, RetryPolicy
+
+if TYPE_CHECKING:
+    from serverless_retry.payload_pointer import PayloadTarget
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -105,6 +108,9 @@ class QueueTargets:
     # The source queue's VisibilityTimeout: how long a claim protects its owner (claims.lease_seconds).
     # None: read once from the queue when a claim first needs it.
     visibility_timeout_seconds: int | None = None
+    # The archive's bucket and prefix: a final envelope too large for the retry-exhausted queue goes
+    # there whole, behind a pointer that keeps its reason (payload_pointer). None: framed instead.
+    payload_target: PayloadTarget | None = None
 
     def __post_init__(self) -> None:
         if not self.exhausted_max_message_bytes:
@@ -196,6 +202,7 @@ class ConsumerSettings:
             fifo_order=fifo_order,
             retention_seconds=_retention(env),
             visibility_timeout_seconds=_visibility_timeout(env),
+            payload_target=_payload_target(env),
         )
         if targets.exhausted_max_message_bytes < targets.max_message_bytes:
             raise ConfigError(
@@ -229,6 +236,15 @@ class ConsumerSettings:
 
     def load_processor(self) -> Processor:
         return load_processor(self.processor)
+
+
+def _payload_target(env: Mapping[str, str]) -> PayloadTarget | None:
+    location = environment.archive_location(env)
+    if location is None:
+        return None
+    from serverless_retry.payload_pointer import PayloadTarget
+
+    return PayloadTarget(*location)
 
 
 def load_processor(spec: str, variable: str = ENV_PROCESSOR) -> Processor:

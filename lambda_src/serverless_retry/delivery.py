@@ -42,6 +42,8 @@ if TYPE_CHECKING:
         SendMessageBatchRequestEntryTypeDef,
     )
 
+    from serverless_retry.payload_pointer import StoredPayload
+
 __all__ = [
     "SCHEDULE_MIN_LEAD_SECONDS",
     "SCHEDULE_RETRY_POLICY",
@@ -123,6 +125,8 @@ class Outgoing(NamedTuple):
     # does not make the copy late. FIFO targets take no per-message delay: they get none.
     due_at: datetime | None = None
     kind: CallKind = CallKind.DELAYED
+    # A final copy in the pointer form: its payload, written to S3 before the pointer is sent.
+    payload: StoredPayload | None = None
 
 
 class ScheduledRetry(NamedTuple):
@@ -175,10 +179,37 @@ class Delivery:
         return self._send_batches(self._targets.queue_url, messages, fifo=self._targets.source_is_fifo)
 
     def send_exhausted(self, messages: Sequence[Outgoing]) -> set[str]:
-        """Final copies to the retry-exhausted queue. Returns the keys that were not sent."""
-        return self._send_batches(
+        """Final copies to the retry-exhausted queue. Returns the keys that were not sent. A pointer is
+        sent only once its payload is in S3: a payload not written keeps its record out of the send."""
+        unstored = self._put_payloads([m for m in messages if m.payload is not None])
+        if unstored:
+            messages = [m for m in messages if m.key not in unstored]
+        return unstored | self._send_batches(
             self._targets.exhausted_queue_url, messages, fifo=self._targets.exhausted_is_fifo
         )
+
+    def _put_payloads(self, messages: Sequence[Outgoing]) -> set[str]:
+        """Each pointer's payload to S3 (once: its key is deterministic); the keys not written."""
+        failed: set[str] = set()
+        if not messages:
+            return failed
+        from serverless_retry.payload_store import put_payload
+
+        for message in messages:
+            assert message.payload is not None
+            try:
+                put_payload(self._clients.s3, message.payload)
+            except Exception as exc:
+                self._logger.error(
+                    "the claim-check payload could not be written; the record goes back to the queue",
+                    extra={
+                        "message_id": message.key,
+                        "key": message.payload.location["key"],
+                        "error": _describe(exc),
+                    },
+                )
+                failed.add(message.key)
+        return failed
 
     def _send_batches(self, queue_url: str, messages: Sequence[Outgoing], *, fifo: bool) -> set[str]:
         failed: set[str] = set()
@@ -214,7 +245,9 @@ class Delivery:
         # Read at each call, retries included: the delay is what is left until due when SQS gets it.
         now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
         for i, message in enumerate(chunk):
-            _, body, attributes, _, group_id, dedup, _, _ = message  # (a field read by name costs a lookup)
+            _, body, attributes, _, group_id, dedup, _, _, _ = (
+                message  # (a field read by name costs a lookup)
+            )
             entry: SendMessageBatchRequestEntryTypeDef = {"Id": _ENTRY_IDS[i], "MessageBody": body}
             if not fifo:  # a FIFO queue refuses a per-message delay
                 delay = send_delay(message, now)

@@ -35,6 +35,7 @@ __all__ = [
     "ENV_SCHEDULE_GROUP",
     "MAX_MESSAGE_BYTES",
     "MIN_MESSAGE_BYTES",
+    "archive_location",
     "clock",
     "message_bytes",
     "optional",
@@ -56,6 +57,10 @@ ENV_EXHAUSTED_MAX_MESSAGE_BYTES = "SERVERLESS_RETRY_EXHAUSTED_MAX_MESSAGE_BYTES"
 ENV_SCHEDULE_GROUP = "SERVERLESS_RETRY_SCHEDULE_GROUP"
 ENV_SCHEDULER_ROLE_ARN = "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN"
 ENV_DLQ_ARN = "SERVERLESS_RETRY_DLQ_ARN"  # dead-letter queue of every retry schedule (a standard queue)
+# The archive's bucket and key prefix: the archiver writes there, the consumer its claim-check payloads.
+ENV_ARCHIVE_BUCKET = "SERVERLESS_RETRY_ARCHIVE_BUCKET"
+ENV_ARCHIVE_PREFIX = "SERVERLESS_RETRY_ARCHIVE_PREFIX"
+DEFAULT_ARCHIVE_PREFIX = "serverless-retry/"
 
 DEFAULT_MAX_MESSAGE_BYTES = 262_144
 # SQS accepts 1 KiB .. 1 MiB as a queue's MaximumMessageSize.
@@ -68,6 +73,9 @@ _QUEUE_NAME_RE = re.compile(rf"^{_QUEUE_NAME}$")
 _SQS_ARN = re.compile(rf"^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{{12}}:{_QUEUE_NAME}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 _SCHEDULE_GROUP = re.compile(r"^[0-9A-Za-z_.-]{1,64}$")
+# General purpose bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at
+# each end (S3's bucket naming rules).
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 def required(env: Mapping[str, str], name: str) -> str:
@@ -192,3 +200,21 @@ def _finite(name: str, raw: str) -> float:
     if not math.isfinite(value):
         raise ConfigError(name, f"must be a finite number, got {raw!r}")
     return value
+
+
+def archive_location(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(bucket, prefix) of the archive, or None when ``SERVERLESS_RETRY_ARCHIVE_BUCKET`` is not set."""
+    bucket = optional(env, ENV_ARCHIVE_BUCKET)
+    if bucket is None:
+        return None
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise ConfigError(
+            ENV_ARCHIVE_BUCKET, f"must be an S3 bucket name (3-63 of a-z 0-9 . -), got {bucket!r}"
+        )
+    prefix = env.get(ENV_ARCHIVE_PREFIX, DEFAULT_ARCHIVE_PREFIX).strip()
+    if prefix.startswith("/") or (prefix and not prefix.endswith("/")) or len(prefix) > 200:
+        raise ConfigError(
+            ENV_ARCHIVE_PREFIX,
+            f"must be empty or end in '/', without a leading '/' (at most 200), got {prefix!r}",
+        )
+    return bucket, prefix

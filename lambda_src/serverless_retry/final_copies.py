@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.delivery import Outgoing, dedup_id, final_message
+from serverless_retry.delivery import Outgoing, dedup_id
 from serverless_retry.envelope import Incoming, Outcome, RetryContext, attributes_from_record
 from serverless_retry.errors import UnhandledRecordError
 from serverless_retry.message import Exhausted, ExhaustedHook, Message
 from serverless_retry.planning import RecordFacts
 from serverless_retry.record_reader import ReadRecord, group_of
 from serverless_retry.records import raw_text, record_id, unidentified_id
+from serverless_retry.terminal import final_copy
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -106,9 +107,10 @@ class FinalCopies:
         incoming = current.incoming
         assert incoming is not None
         traceback_text = short_traceback(error) if error is not None else ""
-        body, attributes, form = final_message(
+        body, attributes, form, payload = final_copy(
             incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
             max_bytes=self.targets.exhausted_max_message_bytes, signer=state.signer,
+            store=self.targets.payload_target,
         )  # fmt: skip
         message_id, context = current.message_id, incoming.context
         group = group_of(current.record) or None  # a standard queue keeps the producer's (fair queue) group
@@ -116,7 +118,9 @@ class FinalCopies:
         if self.targets.exhausted_is_fifo:
             group = group or context.id
             dedup = dedup_id(context.id, context.attempt, outcome)
-        state.final(Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup), outcome)
+        state.final(
+            Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup, payload=payload), outcome
+        )
         self.logger.warning(
             "message goes to the retry-exhausted queue",
             extra={

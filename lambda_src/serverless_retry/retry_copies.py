@@ -60,7 +60,7 @@ def queue_copy(
         # time + delay however long the rest of the batch runs; the decided delay caps it (a copy
         # then comes less than a second early at most, which counts as due).
         # (Positional, through tuple.__new__: keywords cost a NamedTuple a third more per record.)
-        copy = (message_id, body, _NO_ATTRIBUTES, delay_seconds, facts.group_id, None, due_at, _DELAYED)
+        copy = (message_id, body, _NO_ATTRIBUTES, delay_seconds, facts.group_id, None, due_at, _DELAYED, None)
         state.delayed.append(tuple.__new__(Outgoing, copy))
         return
     hops = hop(

@@ -55,15 +55,19 @@ from serverless_retry.envelope import (
 )
 
 if TYPE_CHECKING:
+    from serverless_retry.payload_pointer import PayloadLocation, PayloadTarget, StoredPayload
+
     # Wire types only: selfheal/types.py is a leaf (it imports nothing of ours), read here by shape.
     from serverless_retry.selfheal.types import FailureDetail
     from serverless_retry.signing import EnvelopeSigner
 
 __all__ = [
     "FRAME_OVERHEAD_BYTES",
+    "FinalCopy",
     "FinalForm",
     "TerminalForm",
     "TerminalView",
+    "final_copy",
     "final_message",
     "frame_header",
     "read_terminal",
@@ -77,8 +81,8 @@ _FIELD_BYTES = {"id": 200, "reason": 512, "error": 512, "error_type": 128, "sour
 _MAX_HEADER_ATTEMPT = 10**18  # an absurd receive count is clamped rather than written in full
 _HEADER_PREFIX = '{"' + ENVELOPE_KEY + '":'
 
-FinalForm = Literal["envelope", "framed", "original"]
-TerminalForm = Literal["envelope", "framed", "original+meta", "self-healing", "bare"]
+FinalForm = Literal["envelope", "pointer", "framed", "original"]
+TerminalForm = Literal["envelope", "pointer", "framed", "original+meta", "self-healing", "bare"]
 
 
 class TerminalView(NamedTuple):  # (not a frozen dataclass: ~0.5 ms less to define at cold start)
@@ -103,6 +107,18 @@ class TerminalView(NamedTuple):  # (not a frozen dataclass: ~0.5 ms less to defi
     problem: str = ""
     # The self-healing form only: the FailureDetail {"payload", "meta"} as the record holds it.
     detail: FailureDetail | None = None
+    # The pointer form only: where the whole final envelope is (payload_store reads it; body and
+    # attributes are empty until then).
+    payload: PayloadLocation | None = None
+
+
+class FinalCopy(NamedTuple):
+    """A final message and, for the pointer form, the payload to write to S3 before it is sent."""
+
+    body: str
+    attributes: dict[str, MessageAttribute]
+    form: FinalForm
+    payload: StoredPayload | None = None
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -176,8 +192,30 @@ def final_message(
     signer: EnvelopeSigner | None = None,
 ) -> tuple[str, dict[str, MessageAttribute], FinalForm]:
     """Body, message attributes and form of the message for the retry-exhausted queue, whose maximum
-    message size is ``max_bytes``. Never truncates the original body or attributes. The envelope form
-    is signed by ``signer`` when given (a redrive of it then continues its chain)."""
+    message size is ``max_bytes``, without a payload store (see ``final_copy``)."""
+    copy = final_copy(
+        incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
+        max_bytes=max_bytes, signer=signer,
+    )  # fmt: skip
+    return copy.body, copy.attributes, copy.form
+
+
+def final_copy(
+    incoming: Incoming,
+    outcome: Outcome,
+    *,
+    now: datetime,
+    error: BaseException | None,
+    reason: str,
+    traceback_text: str,
+    max_bytes: int,
+    signer: EnvelopeSigner | None = None,
+    store: PayloadTarget | None = None,
+) -> FinalCopy:
+    """The message for the retry-exhausted queue, whose maximum message size is ``max_bytes``. Never
+    truncates the original body or attributes. The envelope form is signed by ``signer`` when given
+    (a redrive of it then continues its chain). An envelope that does not fit goes, with ``store``,
+    to S3 whole behind a pointer; without one, framed (or as the original)."""
     envelope = encode(
         final_envelope(
             incoming,
@@ -190,7 +228,17 @@ def final_message(
         )
     )
     if fits(envelope, max_bytes):
-        return envelope, {}, "envelope"
+        return FinalCopy(envelope, {}, "envelope")
+    if store is not None:
+        from serverless_retry.payload_pointer import stored_payload
+
+        context = incoming.context
+        payload = stored_payload(
+            store, envelope, retry_id=context.id, attempt=context.attempt, outcome=outcome, at=now
+        )
+        pointer = pointer_body(frame_header(incoming, outcome, now=now, reason=reason, error=error), payload)
+        if fits(pointer, max_bytes):
+            return FinalCopy(pointer, {}, "pointer", payload)
     attributes = dict(incoming.attributes)
     original = sqs_message_size(incoming.body, attributes)
     room = max_bytes - original - 1  # bytes left for the header line, its newline aside
@@ -199,8 +247,15 @@ def final_message(
         # An exhausted queue configured smaller than the source's + FRAME_OVERHEAD_BYTES: keep what fits.
         header = _minimal_header(outcome, reason or incoming.problem or "", room)
     if header is None:
-        return incoming.body, attributes, "original"
-    return f"{header}\n{incoming.body}", attributes, "framed"
+        return FinalCopy(incoming.body, attributes, "original")
+    return FinalCopy(f"{header}\n{incoming.body}", attributes, "framed")
+
+
+def pointer_body(header: str, payload: StoredPayload) -> str:
+    """The pointer: the framed form's summary (outcome, reason, id, attempt, error...) and the location."""
+    summary = json.loads(header)[ENVELOPE_KEY]
+    summary["payload"] = payload.location
+    return _dumps({ENVELOPE_KEY: summary})
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -241,6 +296,23 @@ def _framed(body: str) -> tuple[dict[str, Any], str] | None:
     ):
         return None
     return cast(dict[str, Any], header[ENVELOPE_KEY]), body[end + 1 :]
+
+
+def _pointer(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The summary of a pointer (``{"serverless_retry": {..., "payload": {...}}}`` alone); else None."""
+    summary = document.get(ENVELOPE_KEY)
+    if list(document) != [ENVELOPE_KEY] or not isinstance(summary, dict) or "payload" not in summary:
+        return None
+    from serverless_retry.payload_pointer import location_problem
+
+    if (
+        list(document) != [ENVELOPE_KEY]
+        or not isinstance(summary, dict)
+        or not isinstance(summary.get("outcome"), str)
+        or location_problem(summary.get("payload"))
+    ):
+        return None
+    return summary
 
 
 def _history(value: object) -> tuple[HistoryEntry, ...]:
@@ -366,6 +438,9 @@ def read_terminal(
             rest = {name: attr for name, attr in received.items() if name != ENVELOPE_KEY}
             return _view("original+meta", compact, body, rest, message_id, problem=problem)
     document = _object(body)
+    pointer = _pointer(document) if document is not None else None
+    if pointer is not None:
+        return _view("pointer", pointer, "", {}, message_id)._replace(payload=pointer["payload"])
     if (
         document is not None
         and isinstance(document.get(ENVELOPE_KEY), dict)

@@ -18,14 +18,14 @@ FLOORS = {
             "records", "retry_log", "signing", "async_processor", "record_reader", "verdicts",
             "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
-            "selfheal.config",
+            "selfheal.config", "payload_pointer",
         ],
         CORE,
     ),
     **dict.fromkeys(
         [
             "aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function",
-            "idempotent_processor", "batch_state",
+            "idempotent_processor", "batch_state", "payload_store",
         ],
         EDGE,
     ),
