@@ -256,6 +256,9 @@ class _Shard:
                 function_error=None,
             )
             self.plan = _drop(self.plan, expired)
+            self.buffer = self.buffer[expired:]
+            if not self.buffer:
+                self.since = None
             return True
         if self.plan:
             (size, retries), rest = self.plan[0], self.plan[1:]
