@@ -90,14 +90,15 @@ data "aws_iam_policy_document" "operator_records" {
   }
 }
 
-# Concern: sending a redriven message back where it came from, and the keys on the way. The sources'
-# keys are the deployment's (modules/queue and modules/self-healing encrypt all their queues with one).
+# Concern: sending a redriven message back where it came from, and the keys on the way. The CLI turns
+# a record's source_queue_arn into a URL with GetQueueUrl first. The sources' keys are the
+# deployment's (modules/queue and modules/self-healing encrypt all their queues with one).
 data "aws_iam_policy_document" "operator_redrive" {
   dynamic "statement" {
     for_each = length(local.redrive_targets) == 0 ? [] : [local.redrive_targets]
     content {
       sid       = "RedriveToSourceQueues"
-      actions   = ["sqs:SendMessage"]
+      actions   = ["sqs:GetQueueUrl", "sqs:SendMessage"]
       resources = statement.value
     }
   }

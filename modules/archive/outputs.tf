@@ -49,7 +49,7 @@ output "mapping_uuids" {
 }
 
 output "operator_policy_json" {
-  description = "The least-privilege policy of an operator who inspects, redrives and discards from the archive: ListBucket under the prefix, Get/Put/DeleteObject under `<prefix>dead/`, SendMessage to the sources' source_queue_arn, and the keys."
+  description = "The least-privilege policy of an operator who inspects, redrives and discards from the archive: ListBucket under the prefix, Get/Put/DeleteObject under `<prefix>dead/`, GetQueueUrl and SendMessage on the sources' source_queue_arn, and the keys."
   value       = data.aws_iam_policy_document.operator.json
 }
 

@@ -191,7 +191,7 @@ run "iam_is_scoped_to_the_sources_and_the_dead_prefix" {
         conditions = []
       })
       RedriveToSourceQueues = jsonencode({
-        actions    = ["sqs:SendMessage"]
+        actions    = ["sqs:GetQueueUrl", "sqs:SendMessage"]
         resources  = ["arn:aws:sqs:us-east-1:123456789012:orders"]
         conditions = []
       })
