@@ -495,3 +495,76 @@ def test_usage_errors_after_parsing(
 ) -> None:
     assert cli.main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_run_takes_only_the_keys_listed_when_it_started(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the consumer and the archiver running, a redriven copy that fails again is archived again
+    during the run: that object is a later run's, as a queue redrive leaves what arrived after it."""
+    _seed(archive)
+    real = archive.world.sqs
+    late: list[str] = []
+
+    class Archiving:  # each send is followed by the archiver writing one new object
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def send_message(self, **kwargs: Any) -> Any:
+            sent = real.send_message(**kwargs)
+            received = {"MessageId": sent["MessageId"], "Body": f"again-{len(late)}", "Attributes": {}}
+            late.append(archive.put(received, terminal_at=NOW - timedelta(minutes=1)))
+            return sent
+
+    monkeypatch.setattr(archive_redrive, "sqs_client", lambda _args: Archiving())
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 0
+    report = _json(capsys)
+    assert (report["listed"], report["moved"]) == (3, 3)
+    assert len(late) == 3
+    assert not set(late) & set(report["moved_keys"])
+    assert all(archive.record(k)["redriven"] == [] for k in late)
+    monkeypatch.setattr(archive_redrive, "sqs_client", lambda _args: real)
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes", "--json"]) == 0
+    later = _json(capsys)
+    assert (later["moved"], later["already_redriven"]) == (3, 3)
+    assert set(later["moved_keys"]) == set(late)
+
+
+def test_max_and_the_exit_status_of_records_with_no_queue_to_go_back_to(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = archive.world
+    world.final("a", TimeoutError("t"))
+    world.final("b", TimeoutError("t"))
+    [first, second] = sorted(world.all_messages(world.exhausted), key=lambda m: m["Body"])
+    when = NOW - timedelta(hours=1)
+    put_archived(
+        archive.s3,
+        first,
+        bucket=BUCKET,
+        prefix=PREFIX,
+        archive_queue_arn="-",
+        source_queue_arn=None,
+        terminal_at=when,
+    )
+    gone = "arn:aws:sqs:us-east-1:123456789012:deleted-long-ago"
+    put_archived(
+        archive.s3,
+        second,
+        bucket=BUCKET,
+        prefix=PREFIX,
+        archive_queue_arn="-",
+        source_queue_arn=gone,
+        terminal_at=when,
+    )
+    assert (
+        cli.main(["redrive", "--archive", LOCATION, "--max", "1", "--to-queue-url", world.dlq, "--yes"]) == 0
+    )
+    assert "redriven 1 of 2 listed" in capsys.readouterr().out
+    assert world.counts(world.dlq) == (1, 0)
+    # Back to each record's source: the envelope's own (orders) for one, a queue that is gone for the other.
+    assert cli.main(["redrive", "--archive", LOCATION, "--again", "--yes", "--json"]) == 1
+    report = _json(capsys)
+    assert report["moved"] == 1
+    assert report["not_routed"] == 1
+    assert "is not a queue that exists" in report["not_routed_keys"][0]["why"]

@@ -30,6 +30,7 @@ from typing import Any
 from botocore.exceptions import ClientError, ParamValidationError
 from serverless_retry.envelope import format_time
 from serverless_retry.queue_redrive import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     MESSAGE_ERRORS,
     ExhaustedMessage,
     Pacer,
@@ -44,7 +45,7 @@ from serverless_retry.redrive_options import RedriveOptions
 
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects, ArchiveReadError, StoredRecord
 from serverless_retry_tools.commands.archive_scan import Found, Unreadable, age_text, judge, s3_client, short
-from serverless_retry_tools.commands.archive_select import ArchiveFilters, archive_filters, listed_keys
+from serverless_retry_tools.commands.archive_select import archive_filters, listed_keys
 from serverless_retry_tools.commands.args import UsageError
 from serverless_retry_tools.commands.aws import sqs_client
 from serverless_retry_tools.commands.clock import command_clock
@@ -118,6 +119,7 @@ class _Destination:
     message_group_id: str | None
     router: SourceRouter = field(init=False)
     _senders: dict[str, Sender] = field(default_factory=dict)
+    _max_bytes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.router = SourceRouter(self.sqs, message_group_id=self.message_group_id)
@@ -133,6 +135,19 @@ class _Destination:
         url = self.router.url(str(recorded))
         return (url, "") if url else (None, f"its recorded source {recorded} is not a queue that exists")
 
+    def max_bytes(self, url: str) -> int:
+        """The destination's MaximumMessageSize (an envelope that does not fit goes as the original,
+        as from the queue); SQS's smallest maximum when it cannot be read."""
+        if url not in self._max_bytes:
+            try:
+                attributes = self.sqs.get_queue_attributes(
+                    QueueUrl=url, AttributeNames=["MaximumMessageSize"]
+                )
+                self._max_bytes[url] = int(attributes["Attributes"]["MaximumMessageSize"])
+            except (ClientError, KeyError, ValueError):
+                self._max_bytes[url] = DEFAULT_MAX_MESSAGE_BYTES
+        return self._max_bytes[url]
+
     def sender(self, url: str) -> Sender:
         if url not in self._senders:
             self._senders[url] = sqs_sender(self.sqs, url, message_group_id=self.message_group_id)
@@ -143,7 +158,6 @@ class _Run:
     def __init__(
         self,
         objects: ArchiveObjects,
-        filters: ArchiveFilters,
         destination: _Destination,
         *,
         options: RedriveOptions,
@@ -152,7 +166,7 @@ class _Run:
         now: Callable[[], datetime],
         pacer: Pacer,
     ) -> None:
-        self.objects, self.filters, self.destination = objects, filters, destination
+        self.objects, self.destination = objects, destination
         self.options, self.again, self.now, self.pacer = options, again, now, pacer
         self.memory = RunMemory()
         self.report = ArchiveRedrive(run_id=run_id, dry_run=options.dry_run)
@@ -186,7 +200,12 @@ class _Run:
     def _send(self, found: Found, message: ExhaustedMessage, url: str) -> bool:
         report = self.report
         try:
-            outgoing = outgoing_message(message, reset_attempts=self.options.reset_attempts, now=self.now())
+            outgoing = outgoing_message(
+                message,
+                reset_attempts=self.options.reset_attempts,
+                now=self.now(),
+                max_bytes=self.destination.max_bytes(url),
+            )
             self.pacer.wait()
             sent_id = self.destination.sender(url)(message, outgoing)
         except Exception as exc:  # nothing was sent: the record stays unmarked, for a later run
@@ -308,7 +327,6 @@ def cmd_redrive_archive(args: argparse.Namespace) -> int:
         return 1
     run = _Run(
         objects,
-        filters,
         destination,
         options=options,
         again=args.again,
