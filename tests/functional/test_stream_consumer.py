@@ -280,3 +280,22 @@ def test_blocking_reports_the_first_failure_and_every_later_record(stack: Stack,
     assert [s for s, _, _ in processor.runs] == sequences[:2]  # nothing after the failure ran
     assert copies(stack, stack.queue_url) == []  # no hand-off
     assert copies(stack, stack.exhausted_url) == []
+
+
+def test_a_re_polled_hand_off_through_the_scheduler_makes_one_schedule(
+    stack: Stack, clock: FrozenClock
+) -> None:
+    policy = {"max_attempts": 3, "backoff": {"strategy": "fixed", "base_seconds": 1200, "max_seconds": 3600}}
+    event = kinesis_event(["ok", "retryable"])
+    consumer = make(stack, clock, Recorder(), policy=policy, claims=claims_table(clock))
+    assert consumer(event) == {"batchItemFailures": []}
+    clock.advance(5)
+    assert consumer(copy.deepcopy(event)) == {"batchItemFailures": []}
+    (schedule,) = stack.schedules()  # the name is the chain id's and attempt's: the second one conflicts
+    envelope = json.loads(schedule["Target"]["Input"])
+    assert envelope["serverless_retry"]["attempt"] == 2
+    assert (
+        json.loads(envelope["body"])["kinesis"]["sequenceNumber"]
+        == event["Records"][1]["kinesis"]["sequenceNumber"]
+    )
+    assert stack.receive(stack.queue_url) == []

@@ -167,8 +167,8 @@ class StreamRetryingConsumer:
         state: BatchState | None = None  # made on the first failure: most batches need no call
         processed = 0
         clock = self.retry_consumer.clock
-        for index, raw in enumerate(records):
-            key = str(index)
+        keys = _keys(records)
+        for key, raw in zip(keys, records, strict=True):
             try:
                 message = read_stream_record(raw if isinstance(raw, Mapping) else {})
             except StreamRecordError as exc:
@@ -190,7 +190,9 @@ class StreamRetryingConsumer:
             return BatchResult([], BatchCounts(processed=processed))
         state.counts.processed = processed
         state.deliver(self.retry_consumer.delivery)
-        return BatchResult(self._first_unsent(records, state), state.counts, state.retries, state.retried)
+        return BatchResult(
+            self._first_unsent(records, keys, state), state.counts, state.retries, state.retried
+        )
 
     def _prepare(self) -> BatchState:
         admission = self.retry_consumer.gate.admission  # with the claims table: copies are signed
@@ -204,13 +206,13 @@ class StreamRetryingConsumer:
             self.logger.exception("could not plan the unreadable stream record's final copy")
             state.hand_back(key)
 
-    def _first_unsent(self, records: Sequence[Any], state: BatchState) -> list[str]:
+    def _first_unsent(self, records: Sequence[Any], keys: list[str], state: BatchState) -> list[str]:
         """The first record whose hand-off was not sent, by its sequence number (one is enough: Lambda
         retries from the lowest reported one). A record without a sequence number cannot be named (an
         empty or unknown itemIdentifier fails the whole batch): the invocation fails, so Lambda retries
         the whole batch and nothing unsent is let past the checkpoint."""
-        for index, raw in enumerate(records):
-            if str(index) in state.failed:
+        for index, (key, raw) in enumerate(zip(keys, records, strict=True)):
+            if key in state.failed:
                 position = sequence_number(raw)
                 if position is None:
                     raise UnhandledRecordError(
@@ -219,6 +221,19 @@ class StreamRetryingConsumer:
                     )
                 return [position]
         return []
+
+
+def _keys(records: Sequence[Any]) -> list[str]:
+    """Each record's key in the batch's state (and its log lines): its sequence number, or "#<index>"
+    for a record without one (or a repeat of one already in the batch)."""
+    keys: list[str] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(records):
+        position = sequence_number(raw)
+        key = position if position is not None and position not in seen else f"#{index}"
+        seen.add(key)
+        keys.append(key)
+    return keys
 
 
 def _positions(records: Sequence[Any]) -> list[str]:

@@ -78,10 +78,12 @@ class Handoff:
         self, state: BatchState, key: str, record: Mapping[str, Any], problem: str, now: datetime
     ) -> None:
         """A record without its kind's fields: kept on the retry-exhausted queue with the reason."""
-        from serverless_retry.streams.reader import chain_id
+        from serverless_retry.streams.reader import chain_id, sequence_number
 
         source = str(record.get("eventSourceARN") or "unknown")
-        chain = chain_id(source, None, key, carried_body(record))
+        body = carried_body(record)
+        chain = chain_id(source, None, sequence_number(record) or "", body)  # its content: a re-poll's too
         current = _carried(key, record, chain, source)
+        assert current.body == body
         reason = f"unreadable stream record: {problem}"
         self.final.plan(state, current, "invalid-envelope", error=None, reason=reason, now=now)
