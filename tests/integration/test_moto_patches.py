@@ -960,3 +960,113 @@ def test_emulator_gives_concurrent_key_makers_one_key(patched: Aws) -> None:
         table = patched.name("claims")
         _table(patched.client("dynamodb"), table)
         assert len(_keys_made_together(lambda: patched.client("dynamodb"), table, 12)) == 1
+
+
+# --- lambda_stream_event_source_mapping_runs_in_docker -------------------------------------------------
+
+
+def _stream_table(aws: Aws) -> tuple[str, str]:
+    ddb = aws.client("dynamodb")
+    name = aws.name("streamed")
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    return name, ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+
+
+def _stream_records_after_a_mapped_write(aws: Aws) -> int:
+    table, stream = _stream_table(aws)
+    aws.client("lambda").create_event_source_mapping(
+        EventSourceArn=stream, FunctionName=aws.function(), StartingPosition="TRIM_HORIZON"
+    )
+    aws.client("dynamodb").put_item(TableName=table, Item={"id": {"S": "1"}})
+    streams = aws.client("dynamodbstreams")
+    (shard,) = streams.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    return len(streams.get_records(ShardIterator=iterator)["Records"])
+
+
+def test_raw_moto_empties_a_mapped_dynamodb_stream_trying_to_run_the_function(raw: Aws) -> None:
+    # moto "delivered" the record (a failed Docker run) and dropped it from the stream.
+    assert _stream_records_after_a_mapped_write(raw) == 0
+
+
+def test_patched_stream_mapping_leaves_the_records_to_the_runtime(patched: Aws) -> None:
+    assert _stream_records_after_a_mapped_write(patched) == 1
+
+
+# --- lambda_stream_record_times_not_logical ---------------------------------------------------------------
+
+
+def _arrival_against_the_clock(patches: tuple[str, ...] | None) -> tuple[float, float, float]:
+    """(logical now before, the Kinesis record's arrival, logical now after) on an emulator whose
+    clock runs 50 times faster."""
+    with Emulator(patches=patches, clock_scale=50) as emulator:
+        aws = Aws(emulator)
+        kinesis = aws.client("kinesis")
+        name = aws.name("stream")
+        kinesis.create_stream(StreamName=name, ShardCount=1)
+        time.sleep(0.5)  # 25 logical seconds: real and logical time are far apart by now
+        before = emulator.clock.now().timestamp()
+        shard = kinesis.put_record(StreamName=name, Data=b"x", PartitionKey="k")["ShardId"]
+        after = emulator.clock.now().timestamp()
+        iterator = kinesis.get_shard_iterator(
+            StreamName=name, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        (record,) = kinesis.get_records(ShardIterator=iterator)["Records"]
+        return before, record["ApproximateArrivalTimestamp"].timestamp(), after
+
+
+def test_raw_moto_stamps_stream_records_with_real_time() -> None:
+    before, arrival, _ = _arrival_against_the_clock(())
+    assert before - arrival > 20
+
+
+def test_patched_stream_records_arrive_on_the_logical_clock() -> None:
+    before, arrival, after = _arrival_against_the_clock(None)
+    assert before - 1 <= arrival <= after + 1
+
+
+# --- lambda_event_source_mapping_skips_stream_rules ---------------------------------------------------
+
+
+def _stream_mapping_refusals(aws: Aws) -> dict[str, str | None]:
+    kinesis = aws.client("kinesis")
+    name = aws.name("stream")
+    kinesis.create_stream(StreamName=name, ShardCount=1)
+    arn = kinesis.describe_stream(StreamName=name)["StreamDescription"]["StreamARN"]
+    function = aws.function()
+    # botocore checks the API's own ranges: send what another client could.
+    lam = boto3.client(
+        "lambda",
+        config=Config(parameter_validation=False, retries={"max_attempts": 1}),
+        **aws.emulator.client_kwargs(),
+    )
+    attempts: dict[str, dict[str, Any]] = {
+        "no starting position": {},
+        "batch of 0": {"StartingPosition": "LATEST", "BatchSize": 0},
+        "record age 30 s": {"StartingPosition": "LATEST", "MaximumRecordAgeInSeconds": 30},
+        "parallelization 11": {"StartingPosition": "LATEST", "ParallelizationFactor": 11},
+    }
+    out: dict[str, str | None] = {}
+    for label, params in attempts.items():
+        try:
+            lam.create_event_source_mapping(EventSourceArn=arn, FunctionName=function, **params)
+            out[label] = None
+        except ClientError as exc:
+            out[label] = str(exc.response["Error"]["Code"])
+    return out
+
+
+def test_raw_moto_creates_stream_mappings_lambda_refuses(raw: Aws) -> None:
+    assert set(_stream_mapping_refusals(raw).values()) == {None}
+
+
+def test_patched_stream_mappings_follow_lambdas_limits(patched: Aws) -> None:
+    assert set(_stream_mapping_refusals(patched).values()) == {"InvalidParameterValueException"}
