@@ -299,6 +299,56 @@ run "scheduled_retry_settings_are_serverless_retry_only" {
   expect_failures = [var.settings]
 }
 
+# And of modules/consumer: settings are merged last, and hold SERVERLESS_RETRY_* variables only.
+run "consumer_merges_settings" {
+  command = plan
+
+  module {
+    source = "../consumer"
+  }
+
+  variables {
+    retry_policy_json = "{\"backoff\":{\"max_seconds\":600}}" # within SQS delays: no scheduler needed
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+    }
+    settings = { SERVERLESS_RETRY_STREAM_ORDERING = "blocking" }
+  }
+
+  assert {
+    condition     = output.environment["SERVERLESS_RETRY_STREAM_ORDERING"] == "blocking" && output.environment["SERVERLESS_RETRY_PROCESSOR"] == "orders.process:handle"
+    error_message = "settings join the wired environment: ${jsonencode(output.environment)}"
+  }
+}
+
+run "consumer_settings_are_serverless_retry_only" {
+  command = plan
+
+  module {
+    source = "../consumer"
+  }
+
+  variables {
+    retry_policy_json = "{\"backoff\":{\"max_seconds\":600}}" # within SQS delays: no scheduler needed
+    queue = {
+      arn                        = "arn:aws:sqs:us-east-1:123456789012:orders"
+      url                        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+      visibility_timeout_seconds = 180
+      dlq_arn                    = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
+      exhausted_queue_url        = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
+      exhausted_queue_arn        = "arn:aws:sqs:us-east-1:123456789012:orders-exhausted"
+    }
+    settings = { POWERTOOLS_LOG_LEVEL = "DEBUG" }
+  }
+
+  expect_failures = [var.settings]
+}
+
 # Each validation refuses a bad value.
 run "refuses_an_arn_of_another_service" {
   command = plan
