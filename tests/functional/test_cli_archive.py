@@ -74,12 +74,18 @@ def put_archived(
             if view.exhausted_at
             else datetime.fromtimestamp(int(system["SentTimestamp"]) / 1000, UTC)
         )
+    outcome, reason = view.outcome, view.reason
+    if place == "dlq" and outcome == "unknown":  # SQS's redrive policy put it there
+        outcome, reason = (
+            "dlq",
+            reason or "moved to the dead-letter queue by SQS after maxReceiveCount receives",
+        )
     chain = retry_id or view.id or received["MessageId"]
     attempt = view.attempt or 1
     error_type = view.error_type or "none"
     digest = hashlib.sha256(body.encode()).hexdigest()[:12]
     key = (
-        f"{prefix}dead/{terminal_at:%Y/%m/%d}/{key_safe(view.outcome)}/{key_safe(error_type)}/"
+        f"{prefix}dead/{terminal_at:%Y/%m/%d}/{key_safe(outcome)}/{key_safe(error_type)}/"
         f"{chain}.{attempt}.{digest}.json"
     )
     record = {
@@ -89,8 +95,8 @@ def put_archived(
         "deployment": "orders",
         "archive_queue_arn": archive_queue_arn,
         "source_queue_arn": source_queue_arn,
-        "outcome": view.outcome,
-        "reason": view.reason,
+        "outcome": outcome,
+        "reason": reason,
         "error_type": view.error_type,
         "error_message": view.error,
         "retry_id": chain,

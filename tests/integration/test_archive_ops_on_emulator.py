@@ -115,7 +115,9 @@ def ops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArchiveOps]:
 def test_inspect_the_archive(ops: ArchiveOps) -> None:
     report = ops.json("inspect", "--archive", LOCATION)
     assert report["looked_at"] == 11
-    assert report["by_outcome"] == {"exhausted": 6, "unknown": 3, "non-retryable": 2}
+    assert report["by_outcome"] == {"exhausted": 6, "dlq": 3, "non-retryable": 2}
+    dead_lettered = ops.json("inspect", "--archive", LOCATION, "--outcome", "dlq")
+    assert {r["origin"] for r in dead_lettered["oldest"]} == {"sqs-redrive"}
     assert report["by_error_type"]["TimeoutError"] == 3
     assert report["unreadable"] == []
     timeouts = ops.json(

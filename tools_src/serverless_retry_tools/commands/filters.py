@@ -19,8 +19,9 @@ from serverless_retry_tools.commands.args import UsageError, duration
 
 __all__ = ["FILTER_HELP", "OUTCOMES", "add_filter_arguments", "filter_options", "filter_values"]
 
-# What read_terminal can report: the consumer's outcomes, and "unknown" for any other message.
-OUTCOMES = (*get_args(Outcome), "unknown")
+# What read_terminal can report: the consumer's outcomes, and "unknown" for any other message; and
+# "dlq", the archive's outcome of a message SQS's redrive policy dead-lettered (--archive only).
+OUTCOMES = (*get_args(Outcome), "unknown", "dlq")
 
 FILTER_HELP = (
     "All given must hold. On a DLQ that SQS's redrive policy fills (native retry) no outcome or error "
@@ -36,7 +37,8 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         choices=OUTCOMES,
         metavar="OUTCOME",
-        help=f"only this outcome (repeatable): {', '.join(OUTCOMES)}",
+        help=f"only this outcome (repeatable): {', '.join(OUTCOMES)} (dlq: in an --archive, what SQS "
+        "dead-lettered; on a queue such a message is unknown)",
     )
     group.add_argument("--error-type", action="append", help="only this last error type (repeatable)")
     group.add_argument(
