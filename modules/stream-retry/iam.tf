@@ -81,9 +81,10 @@ data "aws_iam_policy_document" "stream_kms" {
   }
 }
 
-# Concern: the on-failure destination ("Retain discarded batch records for a Kinesis Data Streams event
-# source in Lambda": the execution role needs sqs:SendMessage, sns:Publish, or s3:PutObject and
-# s3:ListBucket). The queue the module creates shares kms_key_arn with the retry queues, whose use
+# Concern: the on-failure destination (Lambda developer guide, "Retain discarded batch records for a
+# Kinesis Data Streams event source in Lambda" and "Retain discarded records for a DynamoDB event
+# source in Lambda": a standard SQS queue, a standard SNS topic or an S3 bucket, sent to with the
+# execution role, which needs sqs:SendMessage, sns:Publish, or s3:PutObject and s3:ListBucket). The queue the module creates shares kms_key_arn with the retry queues, whose use
 # modules/consumer already grants.
 data "aws_iam_policy_document" "on_failure" {
   dynamic "statement" {

@@ -8,6 +8,9 @@ variable "name" {
   }
 }
 
+# The ranges are Lambda's (developer guide, "Lambda parameters for Amazon Kinesis Data Streams event
+# source mappings" and "Lambda parameters for Amazon DynamoDB event source mappings"; the
+# CreateEventSourceMapping API reference for MaximumRecordAgeInSeconds: -1, or 60 to 604800).
 variable "stream" {
   description = <<-EOT
     The stream to consume and its event source mapping. `arn`: a Kinesis data stream
