@@ -574,3 +574,19 @@ def test_max_and_the_exit_status_of_records_with_no_queue_to_go_back_to(
     assert report["moved"] == 1
     assert report["not_routed"] == 1
     assert "is not a queue that exists" in report["not_routed_keys"][0]["why"]
+
+
+def test_an_unexpected_error_says_what_stays_in_the_archive(
+    archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(archive)
+
+    def broken(self: ArchiveObjects, key: str) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ArchiveObjects, "read", broken)
+    assert cli.main(["redrive", "--archive", LOCATION, "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "redrive stopped on an unexpected error (a record is marked redriven only after its send" in err
+    assert "RuntimeError: disk on fire" in err
+    assert archive.world.counts(archive.world.source) == (0, 0)

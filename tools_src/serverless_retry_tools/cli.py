@@ -105,18 +105,20 @@ def _run(argv: Sequence[str] | None) -> int:
     except (BrokenPipeError, KeyboardInterrupt):
         raise  # main's: a closed pipe ends quietly, an interrupt says what is left
     except Exception as exc:  # a bug or a broken environment: one line, not a traceback
-        _unexpected(exc, getattr(args, "command", None))
+        _unexpected(exc, getattr(args, "command", None), archive=getattr(args, "archive", None))
         return EXIT_PARTIAL
     return EXIT_USAGE
 
 
-def _unexpected(exc: Exception, command: str | None) -> None:
+def _unexpected(exc: Exception, command: str | None, *, archive: object = None) -> None:
     if os.environ.get(TRACEBACK_VARIABLE) == "1":
         import traceback
 
         traceback.print_exception(exc, file=sys.stderr)
     # redrive sends (discard archives) each message before deleting it: an unfinished one is in place.
     safe = " (anything not moved is still in its queue)" if command in ("redrive", "discard") else ""
+    if safe and str(archive or "").startswith("s3://"):  # --archive s3://...: the archive's records
+        safe = " (a record is marked redriven only after its send; what was not deleted is still there)"
     print(
         f"error: {command or 'the command'} stopped on an unexpected error{safe}: "
         f"{type(exc).__name__}: {exc} (set {TRACEBACK_VARIABLE}=1 to see where)",
