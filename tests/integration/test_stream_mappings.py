@@ -430,3 +430,31 @@ def test_lambdas_stream_mapping_limits_are_refused(aws: Streams) -> None:
     uuid = aws.map(function, arn, StartingPosition="LATEST")
     with pytest.raises(lam.exceptions.InvalidParameterValueException):
         lam.update_event_source_mapping(UUID=uuid, MaximumRetryAttempts=-2)
+
+
+def test_a_throttled_batch_is_retried_without_counting_until_its_records_expire(
+    aws: Streams, tmp_path: Path
+) -> None:
+    source = Source(aws, "kinesis")
+    (seq,) = source.put(["a"])
+    journal = tmp_path / "journal"
+    function = _function(aws, journal, "report")
+    aws.client("lambda").put_function_concurrency(FunctionName=function, ReservedConcurrentExecutions=0)
+    dlq_url, dlq_arn = aws.queue("on-failure")
+    uuid = aws.map(
+        function,
+        source.arn,
+        MaximumRetryAttempts=0,  # a throttle is no retry: the record still waits for its age
+        MaximumRecordAgeInSeconds=60,
+        DestinationConfig={"OnFailure": {"Destination": dlq_arn}},
+    )
+    run = Run(aws, tmp_path)
+    shard = _shard_of(run, uuid)
+    assert run.until(lambda: shard() is not None and shard().discarded == (seq,), deadline=30)
+    assert not journal.exists()  # never ran
+    throttled = [e for e in run.of("stream-batch") if e["outcome"] == "throttled"]
+    assert len(throttled) >= 2
+    (record,) = _on_failure(aws, dlq_url, 1)
+    assert record["requestContext"]["condition"] == "RecordAgeExceeded"
+    assert record["requestContext"]["approximateInvokeCount"] == 0
+    assert "responseContext" not in record  # no invocation answered

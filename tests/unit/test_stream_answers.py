@@ -23,7 +23,7 @@ from serverless_retry_tools.local.streams.events import (
     kinesis_record,
     stream_event,
 )
-from serverless_retry_tools.local.streams.failure_records import failure_record
+from serverless_retry_tools.local.streams.failure_records import failure_record, send_failure_record
 from serverless_retry_tools.local.streams.shards import source_kind
 
 SEQ = ["101", "102", "103", "104"]
@@ -253,3 +253,66 @@ def test_stream_mapping_limits_lambda_documents() -> None:
     assert len(errors) == 6, errors  # five ranges and the missing StartingPosition
     assert stream_mapping_errors("dynamodb", {"StartingPosition": "AT_TIMESTAMP"}, creating=True)
     assert stream_mapping_errors("dynamodb", {"BatchSize": 5}, creating=False) == []
+
+
+class _Recorder:
+    """A boto3 client for any service: remembers each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def __call__(self, service: str) -> Any:
+        recorder = self
+
+        class Client:
+            def __getattr__(self, operation: str) -> Any:
+                def call(**kwargs: Any) -> dict[str, Any]:
+                    recorder.calls.append((service, operation, kwargs))
+                    return {}
+
+                return call
+
+        return Client()
+
+
+@pytest.mark.parametrize(
+    ("destination", "operation"),
+    [
+        ("arn:aws:sqs:us-east-1:123456789012:dlq", ("sqs", "send_message")),
+        ("arn:aws:sns:us-east-1:123456789012:topic", ("sns", "publish")),
+        ("arn:aws:s3:::bucket", ("s3", "put_object")),
+    ],
+)
+def test_the_on_failure_record_goes_to_each_kind_of_destination(
+    destination: str, operation: tuple[str, str]
+) -> None:
+    raw = {
+        "Data": b"x",
+        "PartitionKey": "k",
+        "ApproximateArrivalTimestamp": 1767225600.0,
+        "SequenceNumber": "5",
+    }
+    records = [kinesis_record(raw, shard_id="shardId-1", stream_arn="arn:s", region="r", role="")]
+    client = _Recorder()
+    document = {"requestContext": {"condition": RETRY_ATTEMPTS_EXHAUSTED}}
+    send_failure_record(
+        client,
+        destination,
+        document,
+        records,
+        queue_url=lambda _sqs, arn: f"url-of-{arn}",
+        mapping_uuid="m-1",
+        shard_id="shardId-1",
+        now=1767225600.0,
+    )
+    ((service, name, kwargs),) = client.calls
+    assert (service, name) == operation
+    if service == "s3":
+        # Only S3 gets the records too (the invocation's payload), under Lambda's key layout.
+        assert kwargs["Bucket"] == "bucket"
+        assert kwargs["Key"].startswith("aws/lambda/m-1/shardId-1/2026/01/01/2026-01-01T00.00.00-")
+        body = json.loads(kwargs["Body"])
+        assert json.loads(body["payload"])["Records"][0]["kinesis"]["sequenceNumber"] == "5"
+    else:
+        body = json.loads(kwargs.get("MessageBody") or kwargs["Message"])
+        assert body == document

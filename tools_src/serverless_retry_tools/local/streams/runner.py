@@ -20,9 +20,15 @@ DestinationConfig.OnFailure.Destination (:mod:`~serverless_retry_tools.local.str
 and the shard goes on; without a destination the records are just skipped. Later records of the
 shard wait while a batch is retried; the other shards do not.
 
+Logical time waits for a running invocation (up to its logical deadline, as for SQS batches) but
+not for a shard's poller: a record is read within a poll interval (real seconds) of its arrival.
+LATEST starts where the shard ends when its poller first reads it (on AWS: when the mapping is
+created), so records written before the runtime starts are not seen.
+
 Not emulated (a warning says so): ParallelizationFactor above 1 (one batch per shard at a time),
-FilterCriteria (such a mapping is skipped), TumblingWindowInSeconds, enhanced fan-out consumers,
-shard splits and merges (shards are polled as ListShards lists them, parents not first).
+FilterCriteria (such a mapping is skipped), TumblingWindowInSeconds; nor (silently) enhanced fan-out
+consumers, or shard splits and merges (shards are polled as ListShards lists them, parents not
+first).
 
 Events: ``stream-batch`` (mapping, shard, first, last, size, outcome: ok / partial / failed /
 throttled, why), ``stream-discarded`` (mapping, shard, first, last, size, condition); the progress
@@ -55,9 +61,10 @@ __all__ = ["StreamRunner"]
 
 _REFRESH_SECONDS = 0.5
 # How often (real seconds) an idle shard is read again. Lambda reads a Kinesis shard once a second
-# and a DynamoDB stream's four times a second (with-kinesis, with-ddb): faster here, so a test at a
-# high clock scale is not late by a logical poll interval.
-_POLL_SECONDS = 0.1
+# and a DynamoDB stream's four times a second (with-kinesis, with-ddb): Kinesis faster here, so a
+# test at a high clock scale is not late by many logical seconds (each DynamoDB Streams read leaves
+# a shard iterator behind in moto: those stay at AWS's rate).
+_POLL_SECONDS = {"kinesis": 0.1, "dynamodb": 0.25}
 # Pause (real seconds) before a failed batch is retried: enough not to spin, far below any limit.
 _RETRY_PAUSE_SECONDS = 0.05
 _DEFAULT_BATCH_SIZE = 100  # Kinesis and DynamoDB Streams (services-kinesis-parameters)
@@ -115,27 +122,33 @@ class StreamRunner:
         with self._lock:
             self._mappings = found
         for mapping_uuid, mapping in found.items():
-            if mapping.get("State") not in _ENABLED:
+            if mapping.get("State") in _ENABLED:
+                try:
+                    self._start_pollers(mapping_uuid, mapping)
+                except Exception as exc:  # e.g. its stream was deleted: the other mappings go on
+                    self._rt.emit("error", where=f"stream mapping {mapping_uuid}", error=repr(exc))
+
+    def _start_pollers(self, mapping_uuid: str, mapping: Mapping[str, Any]) -> None:
+        """A poller for each of the mapping's shards that has none running."""
+        arn = str(mapping["EventSourceArn"])
+        key_of_source = (mapping_uuid, arn)
+        if key_of_source not in self._sources:
+            self._sources[key_of_source] = self._source(mapping)
+        for shard_id in self._sources[key_of_source].shards():
+            key = f"{mapping_uuid}/{shard_id}"
+            with self._lock:
+                running = self._threads.get(key)
+            if self._stop.is_set() or (running is not None and running.is_alive()):
                 continue
-            arn = str(mapping["EventSourceArn"])
-            key_of_source = (mapping_uuid, arn)
-            if key_of_source not in self._sources:
-                self._sources[key_of_source] = self._source(mapping)
-            for shard_id in self._sources[key_of_source].shards():
-                key = f"{mapping_uuid}/{shard_id}"
-                with self._lock:
-                    running = self._threads.get(key)
-                if self._stop.is_set() or (running is not None and running.is_alive()):
-                    continue
-                thread = threading.Thread(
-                    target=self._poll_shard,
-                    args=(mapping_uuid, arn, shard_id),
-                    name=f"stream-{mapping_uuid[:8]}-{shard_id[-6:]}",
-                    daemon=True,
-                )
-                with self._lock:
-                    self._threads[key] = thread
-                thread.start()
+            thread = threading.Thread(
+                target=self._poll_shard,
+                args=(mapping_uuid, arn, shard_id),
+                name=f"stream-{mapping_uuid[:8]}-{shard_id[-6:]}",
+                daemon=True,
+            )
+            with self._lock:
+                self._threads[key] = thread
+            thread.start()
 
     def _mapping(self, mapping_uuid: str) -> dict[str, Any] | None:
         with self._lock:
@@ -186,7 +199,7 @@ class StreamRunner:
                 continue
             try:
                 if not shard.step(mapping):
-                    self._stop.wait(_POLL_SECONDS)
+                    self._stop.wait(_POLL_SECONDS.get(shard.kind, 0.25))
             except Exception as exc:
                 self._rt.emit("error", where=f"stream mapping {mapping_uuid} {shard_id}", error=repr(exc))
                 shard.iterator = None  # read again from the checkpoint
@@ -210,6 +223,8 @@ class _Shard:
         self.buffer: list[StreamRecord] = []
         self.plan: Plan = ()
         self.since: float | None = None  # logical time the oldest buffered record was first read
+        # Invocations the first pending record was in (approximateInvokeCount when it is discarded).
+        self.invocations = 0
 
     def _now(self) -> float:
         return self.rt.clock.now().timestamp()
@@ -246,7 +261,8 @@ class _Shard:
         now = self._now()
         expired = expired_prefix([r.arrival for r in self.buffer], now, policy.maximum_record_age)
         if expired:
-            invokes = self.plan[0][1] + 1 if self.plan else 0
+            invokes = self.invocations
+            self.invocations = 0
             self._discard(
                 mapping,
                 self.buffer[:expired],
@@ -324,12 +340,19 @@ class _Shard:
         self.rt.emit("stream-batch", **detail, outcome=outcome, why=verdict.why, request_id=result.request_id)
         self.buffer = self.buffer[planned.done + planned.discard :]
         self.plan = planned.plan
+        # approximateInvokeCount: the invocations the shard's first pending record was in.
+        invocations = self.invocations + 1
+        if planned.done or planned.discard:
+            left_in_batch = planned.done + planned.discard < len(batch)
+            self.invocations = 1 if left_in_batch else 0
+        else:
+            self.invocations = invocations
         if given_up:
             self._discard(
                 mapping,
                 given_up,
                 planned.condition,
-                invokes=retries + 1,
+                invokes=invocations,
                 request_id=result.request_id,
                 function_error="Unhandled" if not result.ok else None,
             )
