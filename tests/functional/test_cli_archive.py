@@ -9,7 +9,6 @@ retry-exhausted queue the real consumer's envelopes filled, each one object unde
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,12 +19,18 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from serverless_retry.archive.record import (
+    ArchiveSource,
+    Place,
+    archive_record,
+    encode_record,
+    object_key,
+    object_metadata,
+)
 from serverless_retry.clock import FrozenClock
-from serverless_retry.envelope import format_time, parse_time
-from serverless_retry.terminal import read_terminal
+from serverless_retry.envelope import format_time
 from serverless_retry_tools import cli
 from serverless_retry_tools.commands import archive_redrive
-from serverless_retry_tools.commands.archive_location import key_safe
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects
 
 from tests.functional.redrive_world import World, make_world
@@ -58,76 +63,34 @@ def put_archived(
     archive_queue_arn: str,
     source_queue_arn: str | None,
     terminal_at: datetime | None = None,
-    place: str = "exhausted",
-    retry_id: str | None = None,
+    place: Place = "exhausted",
+    now: datetime | None = None,
 ) -> str:
-    """Archive one received message (ReceiveMessage with every attribute) as the archiver does, by
-    the shared spec; returns its key. ``terminal_at`` defaults to the envelope's exhausted time, else
-    the SentTimestamp (a DLQ move keeps it)."""
-    body = received["Body"]
-    attributes = received.get("MessageAttributes", {})
-    system = received.get("Attributes", {})
-    view = read_terminal(body, attributes, message_id=received["MessageId"])
-    if terminal_at is None:
-        terminal_at = (
-            parse_time(view.exhausted_at)
-            if view.exhausted_at
-            else datetime.fromtimestamp(int(system["SentTimestamp"]) / 1000, UTC)
-        )
-    outcome, reason = view.outcome, view.reason
-    if place == "dlq" and outcome == "unknown":  # SQS's redrive policy put it there
-        outcome, reason = (
-            "dlq",
-            reason or "moved to the dead-letter queue by SQS after maxReceiveCount receives",
-        )
-    chain = retry_id or view.id or received["MessageId"]
-    attempt = view.attempt or 1
-    error_type = view.error_type or "none"
-    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
-    key = (
-        f"{prefix}dead/{terminal_at:%Y/%m/%d}/{key_safe(outcome)}/{key_safe(error_type)}/"
-        f"{chain}.{attempt}.{digest}.json"
-    )
-    record = {
-        "format": "serverless-retry-archive/1",
-        "key": key,
-        "place": place,
-        "deployment": "orders",
-        "archive_queue_arn": archive_queue_arn,
-        "source_queue_arn": source_queue_arn,
-        "outcome": outcome,
-        "reason": reason,
-        "error_type": view.error_type,
-        "error_message": view.error,
-        "retry_id": chain,
-        "attempt": attempt,
-        "first_failed_at": view.first_failed_at,
-        "terminal_at": format_time(terminal_at),
-        "archived_at": format_time(terminal_at + timedelta(seconds=5)),
-        "history": [dict(h) for h in view.history],
-        "message": {
-            "message_id": received["MessageId"],
-            "body": body,
-            "attributes": _event_attributes(attributes),
-            "system_attributes": system,
-        },
-        "original": {"body": view.body, "attributes": dict(view.attributes)},
-        "redriven": [],
+    """Archive one received message (ReceiveMessage with every attribute) with the archive's own
+    writer (record.archive_record, object_key, the object's metadata), as the archiver does with the
+    same message in its SQS event; returns its key. ``terminal_at`` moves it to another moment (the
+    record's own: the envelope's exhausted time, else its SentTimestamp)."""
+    event_record = {  # the message as Lambda's SQS event carries it to the archiver
+        "messageId": received["MessageId"],
+        "body": received["Body"],
+        "messageAttributes": _event_attributes(received.get("MessageAttributes", {})),
+        "attributes": received.get("Attributes", {}),
+        "eventSourceARN": archive_queue_arn,
     }
+    source = ArchiveSource(place=place, source_queue_arn=source_queue_arn, deployment="orders")
+    record = archive_record(event_record, source=source, now=now or datetime.now(UTC), prefix=prefix)
+    if terminal_at is not None:
+        record["terminal_at"] = format_time(terminal_at)
+        record["key"] = object_key(record, prefix)
     s3.put_object(
         Bucket=bucket,
-        Key=key,
-        Body=json.dumps(record).encode(),
+        Key=record["key"],
+        Body=encode_record(record),
         ContentType="application/json",
         IfNoneMatch="*",
-        Metadata={
-            "outcome": view.outcome,
-            "error-type": error_type,
-            "retry-id": chain,
-            "attempt": str(attempt),
-        },
+        Metadata=object_metadata(record),
     )
-    return key
+    return record["key"]
 
 
 @dataclass

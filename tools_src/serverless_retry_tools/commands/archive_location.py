@@ -4,7 +4,8 @@ The archiver writes each terminal message to
 ``<prefix>dead/<yyyy>/<mm>/<dd>/<outcome>/<error_type>/<chain_id>.<attempt>.<digest12>.json`` (the day
 it became terminal, UTC). So a day range is listed one day prefix at a time, a single outcome and error
 type narrow that prefix further, and outcome, error type, chain id and attempt filter from the key
-alone: an object is read only when something needs its body. Pure: no AWS here."""
+alone: an object is read only when something needs its body. The key itself is the archive's
+(:mod:`serverless_retry.archive.record`); this module adds where to list. Pure: no AWS here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+
+from serverless_retry.archive.record import DEAD_DIR, ArchiveKey, key_safe, parse_object_key
 
 __all__ = [
     "MAX_DAY_PREFIXES",
@@ -30,8 +33,6 @@ SCHEME = "s3://"
 # hyphens, beginning and ending with a letter or digit
 # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-KEY_PART_LIMIT = 100  # the archiver cuts outcome and error type to this many characters
 # More days than this in a range: one listing of the whole dead/ prefix from the first day on
 # (StartAfter), instead of one listing a day.
 MAX_DAY_PREFIXES = 400
@@ -44,7 +45,7 @@ class ArchiveLocation:
 
     @property
     def dead(self) -> str:
-        return f"{self.prefix}dead/"
+        return f"{self.prefix}{DEAD_DIR}"
 
     def __str__(self) -> str:
         return f"{SCHEME}{self.bucket}/{self.prefix}"
@@ -72,36 +73,9 @@ def parse_archive_location(text: str) -> ArchiveLocation:
     return ArchiveLocation(bucket, prefix)
 
 
-def key_safe(text: str) -> str:
-    """As the archiver writes an outcome or error type into a key."""
-    return _UNSAFE.sub("-", text)[:KEY_PART_LIMIT]
-
-
-@dataclass(frozen=True)
-class ArchiveKey:
-    key: str
-    day: date
-    outcome: str  # key-safe
-    error_type: str  # key-safe; "none" when there was no error
-    chain_id: str
-    attempt: int
-
-
 def parse_key(key: str, location: ArchiveLocation) -> ArchiveKey | None:
     """The parts of an archive key; None for any other object under the prefix."""
-    if not key.startswith(location.dead):
-        return None
-    parts = key[len(location.dead) :].split("/")
-    if len(parts) != 6 or not parts[5].endswith(".json"):
-        return None
-    year, month, day, outcome, error_type, name = parts
-    try:
-        when = date(int(year), int(month), int(day))
-        chain_id, attempt, _digest = name[: -len(".json")].rsplit(".", 2)
-        number = int(attempt)
-    except ValueError:
-        return None
-    return ArchiveKey(key, when, outcome, error_type, chain_id, number)
+    return parse_object_key(key, location.prefix)
 
 
 def _day(prefix: str, day: date) -> str:

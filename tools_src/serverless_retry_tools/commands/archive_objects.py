@@ -10,18 +10,22 @@ keys sort by day, so a listing from a day on can stop at the first key past the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError
+from serverless_retry.archive.record import (
+    ArchiveFormatError,
+    ArchiveRecord,
+    encode_record,
+    parse_archive_record,
+)
 
 from serverless_retry_tools.commands.archive_location import ArchiveLocation
 
 __all__ = ["ArchiveObjects", "ArchiveReadError", "StoredRecord", "parse_record"]
 
-FORMAT = "serverless-retry-archive/1"
 _CONFLICT = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "412", "409"})
 MAX_PAGES = 100_000  # 100 million keys: a bound on one listing, far past any archive's lifecycle
 
@@ -38,27 +42,13 @@ class StoredRecord:
     metadata: dict[str, str]
 
 
-def parse_record(text: str) -> dict[str, Any]:
-    """An ArchiveRecord from an object's body; ArchiveReadError saying what is wrong otherwise."""
+def parse_record(text: str | bytes) -> dict[str, Any]:
+    """An ArchiveRecord from an object's body (the archive's own reader); ArchiveReadError saying
+    what is wrong otherwise."""
     try:
-        record = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ArchiveReadError(f"not JSON: {exc}") from None
-    if not isinstance(record, dict):
-        raise ArchiveReadError(f"not a JSON object but {type(record).__name__}")
-    if record.get("format") != FORMAT:
-        raise ArchiveReadError(f"format {record.get('format')!r}, not {FORMAT!r}")
-    message, original = record.get("message"), record.get("original")
-    if not isinstance(message, dict) or not isinstance(message.get("body"), str):
-        raise ArchiveReadError("no message.body")
-    if not isinstance(original, dict) or not isinstance(original.get("body"), str):
-        raise ArchiveReadError("no original.body")
-    for name in ("attributes", "system_attributes"):
-        if not isinstance(message.get(name) or {}, dict):
-            raise ArchiveReadError(f"message.{name} is not an object")
-    if not isinstance(record.get("redriven", []), list):
-        raise ArchiveReadError("redriven is not a list")
-    return record
+        return dict(parse_archive_record(text))
+    except ArchiveFormatError as exc:
+        raise ArchiveReadError(str(exc)) from None
 
 
 def _code(exc: ClientError) -> str:
@@ -94,12 +84,8 @@ class ArchiveObjects:
             if _code(exc) in ("NoSuchKey", "404"):
                 raise ArchiveReadError("gone (deleted since it was listed)") from None
             raise
-        raw = got["Body"].read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ArchiveReadError("not UTF-8 text") from None
-        return StoredRecord(key, parse_record(text), str(got.get("ETag", "")), dict(got.get("Metadata", {})))
+        record = parse_record(got["Body"].read())
+        return StoredRecord(key, record, str(got.get("ETag", "")), dict(got.get("Metadata", {})))
 
     def rewrite(self, stored: StoredRecord, record: dict[str, Any]) -> bool:
         """Write ``record`` over the object only if it is still the one read (IfMatch its ETag), with
@@ -108,7 +94,7 @@ class ArchiveObjects:
             self.s3.put_object(
                 Bucket=self.location.bucket,
                 Key=stored.key,
-                Body=json.dumps(record, ensure_ascii=False).encode("utf-8"),
+                Body=encode_record(cast(ArchiveRecord, record)),
                 ContentType="application/json",
                 Metadata=stored.metadata,
                 IfMatch=stored.etag,
