@@ -251,6 +251,11 @@ def archive_record(
         # SQS's redrive policy put it there: a plain message, or a retry envelope between attempts.
         outcome, reason = "dlq", reason or DLQ_REASON
     attempt = min(view.attempt, MAX_ATTEMPT) if view.attempt >= 1 else 1
+    error_type, error_message = view.error_type, view.error
+    if not error_type and view.history:
+        # A retry envelope SQS dead-lettered between attempts: its last error is its history's last.
+        last = view.history[-1]
+        error_type, error_message = _text(last.get("error_type")), _text(last.get("error"))
     record: ArchiveRecord = {
         "format": ARCHIVE_FORMAT,
         "key": "",
@@ -260,8 +265,8 @@ def archive_record(
         "source_queue_arn": source.source_queue_arn,
         "outcome": outcome,
         "reason": reason,
-        "error_type": view.error_type,
-        "error_message": view.error,
+        "error_type": error_type,
+        "error_message": error_message,
         "retry_id": view.id or message_id,
         "attempt": attempt,
         "first_failed_at": view.first_failed_at,
