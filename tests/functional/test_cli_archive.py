@@ -30,7 +30,7 @@ from serverless_retry.archive.record import (
 from serverless_retry.clock import FrozenClock
 from serverless_retry.envelope import format_time
 from serverless_retry_tools import cli
-from serverless_retry_tools.commands import archive_redrive
+from serverless_retry_tools.commands import archive_inspect, archive_redrive
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects
 
 from tests.functional.redrive_world import World, make_world
@@ -207,13 +207,13 @@ def test_filters_list_only_the_days_of_the_range(
         world.final(body, TimeoutError("slow"))
     archive.drain([NOW - timedelta(days=1), NOW - timedelta(days=10), NOW - timedelta(days=40)])
     listed: list[tuple[str, str | None]] = []
-    keys = ArchiveObjects.keys
 
-    def spy(self: ArchiveObjects, prefix: str, start_after: str | None = None) -> Iterator[str]:
-        listed.append((prefix, start_after))
-        return keys(self, prefix, start_after)
+    def spy(params: dict[str, Any], **_: Any) -> None:  # every ListObjectsV2 the command makes
+        listed.append((params["Prefix"], params.get("StartAfter")))
 
-    monkeypatch.setattr(ArchiveObjects, "keys", spy)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.meta.events.register("provide-client-params.s3.ListObjectsV2", spy)
+    monkeypatch.setattr(archive_inspect, "s3_client", lambda _args: s3)
     assert cli.main(["inspect", "--archive", LOCATION, "--newer-than", "15d", "--json"]) == 0
     assert {r["id"] for r in _json(capsys)["oldest"]} == {"id-d1", "id-d10"}
     assert len(listed) in (16, 17)  # one listing a day of the range, no more
@@ -354,17 +354,17 @@ def test_a_mark_racing_another_writer_is_written_on_the_fresh_object(
     archive: Archive, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     [key] = [k for k in _seed(archive) if "/non-retryable/" in k]
-    rewrite = ArchiveObjects.rewrite
+    mark = ArchiveObjects.mark
     raced = {"done": False}
 
-    def racing(self: ArchiveObjects, stored: Any, record: dict[str, Any]) -> bool:
+    def racing(self: ArchiveObjects, stored: Any, record: Any) -> bool:
         if not raced["done"]:  # someone else rewrites the object between our read and our write
             raced["done"] = True
             other = archive.record(stored.key) | {"deployment": "renamed"}
             archive.s3.put_object(Bucket=BUCKET, Key=stored.key, Body=json.dumps(other).encode())
-        return rewrite(self, stored, record)
+        return mark(self, stored, record)
 
-    monkeypatch.setattr(ArchiveObjects, "rewrite", racing)
+    monkeypatch.setattr(ArchiveObjects, "mark", racing)
     assert cli.main(["redrive", "--archive", LOCATION, "--outcome", "non-retryable", "--yes"]) == 0
     record = archive.record(key)
     assert record["deployment"] == "renamed"  # the other write kept

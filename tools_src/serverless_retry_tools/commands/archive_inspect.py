@@ -22,8 +22,10 @@ __all__ = ["cmd_inspect_archive", "record_row"]
 
 def record_row(found: Found, now: Any, bodies: bool) -> dict[str, Any]:
     """One record as ``inspect --json`` shows a message, plus where it is and its redrive marks."""
-    message, record = found.message, found.stored.record if found.stored else {}
+    message, stored = found.message, found.stored
     assert message is not None
+    assert stored is not None
+    record = stored.record
     row: dict[str, Any] = {
         "key": found.key.key,
         "id": message.envelope_id,
@@ -36,10 +38,10 @@ def record_row(found: Found, now: Any, bodies: bool) -> dict[str, Any]:
         "source": message.source,
         "origin": message.origin,
         "kind": message.kind,
-        "place": record.get("place"),
-        "source_queue_arn": record.get("source_queue_arn"),
-        "terminal_at": record.get("terminal_at"),
-        "archived_at": record.get("archived_at"),
+        "place": record["place"],
+        "source_queue_arn": record["source_queue_arn"],
+        "terminal_at": record["terminal_at"],
+        "archived_at": record["archived_at"],
         "age_seconds": message.age_seconds(now),
         "first_failed_at": message.first_failed_at or None,
         "body_bytes": len(message.raw_body.encode("utf-8", "surrogatepass")),

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
+from serverless_retry.archive.record import RedriveMark
 from serverless_retry.envelope import format_time
 from serverless_retry.queue_redrive import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -218,7 +219,12 @@ class _Run:
         report.moved.append((found, url, sent_id))
         if outgoing.note:
             report.notes.append((found, outgoing.note))
-        mark = {"at": format_time(self.now()), "to": url, "message_id": sent_id, "run": report.run_id}
+        mark: RedriveMark = {
+            "at": format_time(self.now()),
+            "to": url,
+            "message_id": sent_id or "",
+            "run": report.run_id,
+        }
         why = self._mark(found, mark)
         if why is not None:  # sent, not marked: a later run would send it again; stop here
             report.unmarked.append((found, why))
@@ -226,14 +232,13 @@ class _Run:
             return False
         return True
 
-    def _mark(self, found: Found, mark: dict[str, Any]) -> str | None:
+    def _mark(self, found: Found, mark: RedriveMark) -> str | None:
+        """Why the mark could not be written; None once it is there."""
         stored = found.stored
         assert stored is not None
         for _ in range(MARK_TRIES):
-            record = dict(stored.record)
-            record["redriven"] = [*record.get("redriven", []), mark]
             try:
-                if self.objects.rewrite(stored, record):
+                if self.objects.mark(stored, mark):
                     return None
                 stored = self.objects.read(stored.key)  # changed meanwhile: read it again
             except ArchiveReadError as exc:

@@ -7,6 +7,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
+from serverless_retry.archive.record import RedriveMark
 from serverless_retry.queue_redrive import ExhaustedMessage
 
 from serverless_retry_tools.commands import aws
@@ -33,9 +34,8 @@ class Found:
         return self.message.envelope_id if self.message is not None else self.key.chain_id
 
     @property
-    def redriven(self) -> list[dict[str, Any]]:
-        marks = self.stored.record.get("redriven", []) if self.stored is not None else []
-        return [m for m in marks if isinstance(m, dict)]
+    def redriven(self) -> list[RedriveMark]:
+        return list(self.stored.record["redriven"]) if self.stored is not None else []
 
 
 @dataclass(frozen=True)

@@ -15,18 +15,13 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from serverless_retry.archive.record import ArchiveRecord
 from serverless_retry.envelope import api_attributes, attributes_from_record, parse_time
 from serverless_retry.queue_redrive import ExhaustedMessage, decode, matches
 from serverless_retry.redrive_options import RedriveOptions
 from serverless_retry.regex import RE2Pattern, compile_re2
 
-from serverless_retry_tools.commands.archive_location import (
-    ArchiveKey,
-    ArchiveLocation,
-    day_prefixes,
-    key_safe,
-    parse_key,
-)
+from serverless_retry_tools.commands.archive_location import ArchiveKey, ArchiveLocation, key_safe, parse_key
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects
 from serverless_retry_tools.commands.filters import filter_options
 
@@ -87,15 +82,15 @@ class ArchiveFilters:
             options.sources or self.match is not None or (timed and not self._inside(key.day)) or not exact
         )
 
-    def record_selects(self, record: dict[str, Any], message: ExhaustedMessage) -> bool:
+    def record_selects(self, record: ArchiveRecord, message: ExhaustedMessage) -> bool:
         # --source: where it failed (the envelope's source) or where a redrive sends it (the archiver's).
-        places = {message.source, str(record.get("source_queue_arn") or "")}
+        places = {message.source, record["source_queue_arn"] or ""}
         if not any(matches(replace(message, source=p), self.options, self.now) for p in places):
             return False
         if self.match is None:
             return True
-        texts = (record.get("reason"), record.get("error_message"), message.body, message.raw_body)
-        return any(isinstance(t, str) and self.match.search(t) for t in texts)
+        texts = (record["reason"], record["error_message"], message.body, message.raw_body)
+        return any(self.match.search(t) for t in texts)
 
 
 def archive_filters(args: argparse.Namespace, location: ArchiveLocation, now: datetime) -> ArchiveFilters:
@@ -104,60 +99,51 @@ def archive_filters(args: argparse.Namespace, location: ArchiveLocation, now: da
 
 
 def listed_keys(objects: ArchiveObjects, filters: ArchiveFilters) -> Iterator[ArchiveKey]:
-    """The keys of the time range the key alone does not rule out, day by day, in key order."""
+    """The keys of the time range the key alone does not rule out, in key order: only the range's
+    days are listed (one listing a day), narrowed to a single outcome and error type when one is given."""
     earliest = filters.earliest
-    last = filters.latest.date()
     options = filters.options
-    for prefix, start_after in day_prefixes(
-        objects.location,
-        earliest.date() if earliest is not None else None,
-        last,
-        outcomes=options.outcomes,
-        error_types=options.error_types,
+    single_outcome = options.outcomes[0] if len(options.outcomes) == 1 else None
+    single_error = options.error_types[0] if len(options.error_types) == 1 else None
+    for name in objects.keys(
+        first_day=earliest.date() if earliest is not None else None,
+        last_day=filters.latest.date(),
+        outcome=single_outcome,
+        error_type=single_error,
     ):
-        for name in objects.keys(prefix, start_after):
-            key = parse_key(name, objects.location)
-            if key is None:
-                continue
-            if key.day > last:
-                break  # keys sort by day: the rest is later still
-            if filters.key_selects(key):
-                yield key
+        key = parse_key(name, objects.location)
+        if key is not None and filters.key_selects(key):
+            yield key
 
 
-def _terminal_at(record: dict[str, Any], fallback: datetime | None) -> datetime | None:
-    text = record.get("terminal_at")
-    if isinstance(text, str):
-        try:
-            return parse_time(text)
-        except ValueError:
-            pass
-    return fallback
+def _terminal_at(text: str, fallback: datetime | None) -> datetime | None:
+    try:
+        return parse_time(text)
+    except ValueError:  # parse_archive_record checked it; a fallback all the same
+        return fallback
 
 
-def record_message(record: dict[str, Any]) -> ExhaustedMessage:
+def record_message(record: ArchiveRecord) -> ExhaustedMessage:
     """The archived message as the queue forms see a received one (queue_redrive.decode of the same
     body, attributes and SQS attributes), with the record's own view where the archiver knew more:
     its outcome and error (a plain DLQ message's "dlq"), its chain id, where it goes back
     (``source_queue_arn``), and its age from ``terminal_at``."""
     stored = record["message"]
     received: Any = {  # a received message's shape (MessageTypeDef), as SQS gave it to the archiver
-        "MessageId": str(stored.get("message_id", "")),
+        "MessageId": stored["message_id"],
         "Body": stored["body"],
         # Verbatim as the archiver got them (a Lambda SQS event's stringValue/binaryValue, base64 text):
         # in the API form decode() and the senders take.
-        "MessageAttributes": api_attributes(attributes_from_record(dict(stored.get("attributes") or {}))),
-        "Attributes": {str(k): str(v) for k, v in dict(stored.get("system_attributes") or {}).items()},
+        "MessageAttributes": api_attributes(attributes_from_record(stored["attributes"])),
+        "Attributes": {str(k): str(v) for k, v in stored["system_attributes"].items()},
     }
     message = decode(received)
-    changes: dict[str, Any] = {"sent_at": _terminal_at(record, message.sent_at)}
-    for name, field in (("outcome", "outcome"), ("error_type", "error_type"), ("retry_id", "envelope_id")):
-        value = record.get(name)
-        if isinstance(value, str) and value:
-            changes[field] = value
-    if record.get("error_type") == "none":
-        changes["error_type"] = ""
-    source = record.get("source_queue_arn")
-    if isinstance(source, str) and source and not message.source:
-        changes["source"] = source
+    changes: dict[str, Any] = {
+        "sent_at": _terminal_at(record["terminal_at"], message.sent_at),
+        "outcome": record["outcome"] or message.outcome,
+        "error_type": record["error_type"],
+        "envelope_id": record["retry_id"] or message.envelope_id,
+    }
+    if not message.source and record["source_queue_arn"]:
+        changes["source"] = record["source_queue_arn"]
     return replace(message, **changes)
