@@ -452,3 +452,48 @@ run "maximum_concurrency_below_2_is_refused" {
 
   expect_failures = [var.maximum_concurrency]
 }
+
+run "brought_role_creates_no_iam_and_gets_the_policy_to_attach" {
+  command = plan
+
+  variables {
+    role_arn = "arn:aws:iam::123456789012:role/archiver"
+  }
+
+  assert {
+    condition = (
+      length(module.archiver.iam.roles) == 0 &&
+      length(module.archiver.iam.policies) == 0 &&
+      module.archiver.function.role == "arn:aws:iam::123456789012:role/archiver" &&
+      output.role_arn == "arn:aws:iam::123456789012:role/archiver"
+    )
+    error_message = "With role_arn the module creates no role or policy, and the archiver runs with the role given."
+  }
+}
+
+run "archiver_runs_with_the_package_settings_given" {
+  command = plan
+
+  variables {
+    package       = null
+    s3_package    = { bucket = "artifacts", key = "orders/orders.zip", source_code_hash = "c29tZWhhc2g=" }
+    layers        = ["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:3"]
+    architectures = ["x86_64"]
+    memory_size   = 512
+    timeout       = 4
+    batch_size    = 5
+  }
+
+  assert {
+    condition = (
+      module.archiver.function.s3_bucket == "artifacts" &&
+      module.archiver.function.s3_key == "orders/orders.zip" &&
+      module.archiver.function.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:3"]) &&
+      module.archiver.function.architectures == tolist(["x86_64"]) &&
+      module.archiver.function.memory_size == 512 &&
+      module.archiver.function.timeout == 4 &&
+      alltrue([for m in values(aws_lambda_event_source_mapping.this) : m.batch_size == 5])
+    )
+    error_message = "The archiver takes the code, layers and runtime settings as the operator function does."
+  }
+}
