@@ -162,3 +162,15 @@ def test_discard_from_the_archive(ops: ArchiveOps) -> None:
     assert "discarded 2 of 2 listed" in real.stdout
     assert len(ops.archived_keys()) == len(before) - 2
     assert all("/non-retryable/" not in k for k in ops.archived_keys())
+
+
+def test_what_sqs_dead_lettered_goes_back_verbatim(ops: ArchiveOps) -> None:
+    target = ops.sqs.create_queue(QueueName="shop-replay")["QueueUrl"]
+    dlq_bodies = sorted(
+        r["body"]
+        for r in ops.json("inspect", "--archive", LOCATION, "--outcome", "dlq", "--bodies")["oldest"]
+    )
+    result = ops.run("redrive", "--archive", LOCATION, "--outcome", "dlq", "--to-queue-url", target, "--yes")
+    assert result.returncode == 0, result.stderr
+    assert "redriven 3 of 3 listed" in result.stdout
+    assert ops.bodies(target) == dlq_bodies
