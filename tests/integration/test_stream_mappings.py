@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.streams.shard_poller import lane_of
 
 from tests.integration.test_runtime import Aws, Run
 
@@ -458,3 +459,31 @@ def test_a_throttled_batch_is_retried_without_counting_until_its_records_expire(
     assert record["requestContext"]["condition"] == "RecordAgeExceeded"
     assert record["requestContext"]["approximateInvokeCount"] == 0
     assert "responseContext" not in record  # no invocation answered
+
+
+def test_parallelization_factor_runs_keys_concurrently_each_in_order(aws: Streams, tmp_path: Path) -> None:
+    arn = aws.kinesis()
+    kinesis = aws.client("kinesis")
+    first = "key-a"
+    second = next(k for k in (f"key-{i}" for i in range(100)) if lane_of(k, 2) != lane_of(first, 2))
+
+    def put(body: str, key: str) -> str:
+        return str(kinesis.put_record(StreamARN=arn, Data=body.encode(), PartitionKey=key)["SequenceNumber"])
+
+    poison, after = put("poison", first), put("after", first)
+    others = [put(f"other-{i}", second) for i in range(3)]
+    journal = tmp_path / "journal"
+    function = _function(aws, journal, "raise")
+    uuid = aws.map(function, arn, BatchSize=1, ParallelizationFactor=2, MaximumRetryAttempts=2)
+    run = Run(aws, tmp_path)
+    shard = _shard_of(run, uuid)
+    assert run.until(lambda: shard() is not None and shard().checkpoint == others[-1], deadline=30)
+    batches = [b for (b,) in _batches(journal)]
+    # The other key's records go on, in order, while the first key's poison is retried; the first
+    # key's next record waits for it.
+    assert [b for b in batches if b in others] == others
+    assert batches.index(others[-1]) < batches.index(after)
+    assert batches.count(poison) == 3
+    assert batches.index(after) > max(i for i, b in enumerate(batches) if b == poison)
+    assert shard().discarded == (poison,)
+    assert not [e for e in run.of("warning") if "ParallelizationFactor" in e["message"]]

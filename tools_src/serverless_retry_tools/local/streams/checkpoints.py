@@ -1,12 +1,12 @@
-"""How far each shard of each stream mapping got: its checkpoint (the last sequence number done,
-processed or discarded) and, per record the function processed, how long it waited (logical
-seconds between its arrival and the invocation that succeeded with it). Kept by the runner, read by
-a demo or a test through :meth:`Checkpoints.snapshot`."""
+"""How far each shard of each stream mapping got: its checkpoint (the last sequence number up to
+which every record is done: processed or discarded) and, per record the function processed, how long
+it waited (logical seconds between its arrival and the invocation that succeeded with it). Kept by
+the runner, read by a demo or a test through :meth:`Checkpoints.snapshot`."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -15,7 +15,7 @@ __all__ = ["Checkpoints", "ShardProgress"]
 
 @dataclass(frozen=True)
 class ShardProgress:
-    checkpoint: str | None = None  # the last sequence number done; None: nothing yet
+    checkpoint: str | None = None  # every record up to this sequence number is done; None: none yet
     waited: Mapping[str, float] = field(default_factory=dict)  # sequence number -> logical seconds
     discarded: tuple[str, ...] = ()  # sequence numbers given up (on-failure destination)
 
@@ -31,20 +31,22 @@ class Checkpoints:
         with self._lock:
             return self._checkpoint.get((mapping, shard))
 
-    def processed(self, mapping: str, shard: str, waited: Mapping[str, float], last: str) -> None:
+    def processed(self, mapping: str, shard: str, waited: Mapping[str, float]) -> None:
         with self._lock:
             self._waited.setdefault((mapping, shard), {}).update(waited)
-            self._checkpoint[(mapping, shard)] = last
 
-    def discarded(self, mapping: str, shard: str, sequence_numbers: list[str]) -> None:
+    def discarded(self, mapping: str, shard: str, sequence_numbers: Iterable[str]) -> None:
         with self._lock:
             self._discarded.setdefault((mapping, shard), []).extend(sequence_numbers)
-            self._checkpoint[(mapping, shard)] = sequence_numbers[-1]
+
+    def advance(self, mapping: str, shard: str, checkpoint: str) -> None:
+        with self._lock:
+            self._checkpoint[(mapping, shard)] = checkpoint
 
     def snapshot(self) -> Mapping[str, Mapping[str, ShardProgress]]:
         """mapping UUID -> shard id -> its progress, as of now (read-only copies)."""
         with self._lock:
-            keys = set(self._checkpoint) | set(self._waited)
+            keys = set(self._checkpoint) | set(self._waited) | set(self._discarded)
             out: dict[str, dict[str, ShardProgress]] = {}
             for mapping, shard in keys:
                 out.setdefault(mapping, {})[shard] = ShardProgress(
