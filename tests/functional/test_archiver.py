@@ -457,3 +457,47 @@ def test_put_new_refuses_a_record_whose_key_is_not_its_own(world: World) -> None
     )
     with pytest.raises(ValueError, match="is not its key"):
         world.store().put_new(record)
+
+
+class RefusingS3:
+    """Every PutObject answered with one S3 error code (and its HTTP status)."""
+
+    def __init__(self, client: Any, code: str, status: int) -> None:
+        self.client = client
+        self.error = ClientError(
+            {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+            "PutObject",
+        )
+
+    def put_object(self, **kwargs: Any) -> Any:
+        raise self.error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def test_a_concurrent_conditional_write_is_no_success(world: World) -> None:
+    """409 ConditionalRequestConflict (two writes of one key racing): the message is not acknowledged;
+    redelivered, it finds the other write's object (412: already)."""
+    world.send("dlq", "x")
+    event = world.event("dlq")
+    racing = RefusingS3(world.s3, "ConditionalRequestConflict", 409)
+    response = world.archiver(racing)(event)
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    assert world.archiver(RefusingS3(world.s3, "PreconditionFailed", 412))(event) == {"batchItemFailures": []}
+    assert world.object_keys() == []  # (the stub wrote nothing: 412 here only says another write did)
+
+
+def test_a_mark_racing_another_write_is_not_made(world: World) -> None:
+    keys = archive_days(world)
+    record, etag = world.store().get(keys["m-0"])
+    mark: Any = {"at": "2026-12-04T06:00:00Z", "to": "q", "message_id": "s", "run": "r"}
+    assert (
+        world.store(RefusingS3(world.s3, "ConditionalRequestConflict", 409)).mark_redriven(
+            keys["m-0"], etag, mark, record
+        )
+        is False
+    )
+    assert world.store().get(keys["m-0"])[0]["redriven"] == []
+    with pytest.raises(ClientError):
+        world.store(RefusingS3(world.s3, "AccessDenied", 403)).mark_redriven(keys["m-0"], etag, mark, record)

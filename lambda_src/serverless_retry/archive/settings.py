@@ -27,7 +27,7 @@ __all__ = [
     "ENV_BUCKET",
     "ENV_PREFIX",
     "ENV_SOURCES",
-    "MAX_PREFIX_CHARS",
+    "MAX_PREFIX_BYTES",
     "ArchiverSettings",
 ]
 
@@ -35,9 +35,10 @@ ENV_BUCKET = "SERVERLESS_RETRY_ARCHIVE_BUCKET"
 ENV_PREFIX = "SERVERLESS_RETRY_ARCHIVE_PREFIX"
 ENV_SOURCES = "SERVERLESS_RETRY_ARCHIVE_SOURCES"
 DEFAULT_PREFIX = "serverless-retry/"
-# An S3 key is at most 1,024 bytes of UTF-8; the rest of an archive key takes at most ~560, so a prefix
-# of 200 always leaves room (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
-MAX_PREFIX_CHARS = 200
+# An S3 key is at most 1,024 bytes of UTF-8; the rest of an archive key takes at most 456 (dead/, the
+# day, 100 + 100 + 200 characters of key-safe ASCII, the attempt, the digest), so a prefix of at most 200
+# bytes always leaves room (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
+MAX_PREFIX_BYTES = 200
 # General purpose bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at
 # each end (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -68,10 +69,14 @@ def _bucket(env: Mapping[str, str]) -> str:
 
 def _prefix(env: Mapping[str, str]) -> str:
     prefix = env.get(ENV_PREFIX, DEFAULT_PREFIX).strip()
-    if prefix.startswith("/") or (prefix and not prefix.endswith("/")) or len(prefix) > MAX_PREFIX_CHARS:
+    if (
+        prefix.startswith("/")
+        or (prefix and not prefix.endswith("/"))
+        or len(prefix.encode("utf-8", "surrogatepass")) > MAX_PREFIX_BYTES
+    ):
         raise ConfigError(
             ENV_PREFIX,
-            f"must be empty or end in '/', without a leading '/' (at most {MAX_PREFIX_CHARS} characters), "
+            f"must be empty or end in '/', without a leading '/' (at most {MAX_PREFIX_BYTES} bytes of UTF-8), "
             f"got {prefix!r}",
         )
     if "//" in prefix:
