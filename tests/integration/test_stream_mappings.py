@@ -487,3 +487,24 @@ def test_parallelization_factor_runs_keys_concurrently_each_in_order(aws: Stream
     assert batches.index(after) > max(i for i, b in enumerate(batches) if b == poison)
     assert shard().discarded == (poison,)
     assert not [e for e in run.of("warning") if "ParallelizationFactor" in e["message"]]
+
+
+def test_the_batching_window_gathers_records_for_its_logical_seconds(aws: Streams, tmp_path: Path) -> None:
+    source = Source(aws, "kinesis")
+    (early,) = source.put(["early"])
+    journal = tmp_path / "journal"
+    function = _function(aws, journal, "report")
+    uuid = aws.map(function, source.arn, BatchSize=10, MaximumBatchingWindowInSeconds=60)
+    run = Run(aws, tmp_path)
+    shard = _shard_of(run, uuid)
+    late: list[str] = []
+
+    def done() -> bool:
+        if not late and time.monotonic() - started > 0.5:  # 10 logical seconds into the window
+            late.extend(source.put(["late"]))
+        return bool(late) and shard() is not None and shard().checkpoint == late[0]
+
+    started = time.monotonic()
+    assert run.until(done, deadline=30)
+    assert _batches(journal) == [[early, late[0]]]  # one batch: the window waited for the second
+    assert shard().waited[early] >= 60
