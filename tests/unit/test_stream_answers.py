@@ -316,3 +316,156 @@ def test_the_on_failure_record_goes_to_each_kind_of_destination(
     else:
         body = json.loads(kwargs.get("MessageBody") or kwargs["Message"])
         assert body == document
+
+
+# --- the shard poller, with a fake shard, function and clock -------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1_000.0
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.t, tz=UTC)
+
+
+class _Functions:
+    """Runs ``answer(records' bodies)`` as the function: returns an answer, or raises for an error."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.calls: list[list[str]] = []
+
+    def describe(self, arn: str) -> Any:
+        return type("Config", (), {"arn": arn, "name": "fn", "timeout": 3})()
+
+    def invoke(self, arn: str, event: Any, *, config: Any, throttle: bool) -> Any:
+        from serverless_retry_tools.local.functions import InvocationResult
+
+        bodies = [base64.b64decode(r["kinesis"]["data"]).decode() for r in event["Records"]]
+        self.calls.append(bodies)
+        try:
+            return InvocationResult(request_id="r", ok=True, result=self.answer(event["Records"]))
+        except RuntimeError as exc:
+            return InvocationResult(
+                request_id="r", ok=False, error={"errorType": "RuntimeError", "errorMessage": str(exc)}
+            )
+
+
+class _Shard:
+    def __init__(self, records: list[tuple[str, str]], arrival: float) -> None:
+        self.records = [
+            kinesis_record(
+                {
+                    "Data": body.encode(),
+                    "PartitionKey": key,
+                    "SequenceNumber": str(i + 1),
+                    "ApproximateArrivalTimestamp": arrival,
+                },
+                shard_id="shardId-0",
+                stream_arn=ARN,
+                region="r",
+                role="",
+            )
+            for i, (key, body) in enumerate(records)
+        ]
+
+    def shards(self) -> list[str]:
+        return ["shardId-0"]
+
+    def iterator(
+        self, shard_id: str, position: str, *, timestamp: Any = None, after: str | None = None
+    ) -> str:
+        return str(int(after) if after else 0)
+
+    def read(self, shard_id: str, iterator: str, limit: int) -> tuple[list[Any], str | None]:
+        start = int(iterator)
+        got = self.records[start : start + limit]
+        return got, str(start + len(got))
+
+
+ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/s"
+
+
+def _poller(
+    shard: _Shard, functions: _Functions, clock: _Clock
+) -> tuple[Any, Any, list[tuple[str, dict[str, Any]]]]:
+    import threading
+
+    from serverless_retry_tools.local.runner_services import RunnerServices
+    from serverless_retry_tools.local.streams.checkpoints import Checkpoints
+    from serverless_retry_tools.local.streams.shard_poller import ShardPoller
+
+    events: list[tuple[str, dict[str, Any]]] = []
+    services = RunnerServices(
+        region="r",
+        clock=clock,  # type: ignore[arg-type]
+        functions=functions,  # type: ignore[arg-type]
+        clock_holder=type("Holder", (), {"running": lambda self, token, deadline: None})(),  # type: ignore[arg-type]
+        client=lambda service: None,
+        emit=lambda kind, **detail: events.append((kind, detail)),
+        warn_once=lambda key, message: None,
+        count=lambda **deltas: None,
+        queue_url=lambda sqs, arn: "",
+        invoke_async=lambda function, payload: None,
+    )
+    checkpoints = Checkpoints()
+    poller = ShardPoller(
+        services,
+        threading.Event(),
+        checkpoints,
+        lambda mapping: shard,
+        mapping_uuid="m",
+        arn=ARN,
+        shard_id="shardId-0",
+    )
+    return poller, checkpoints, events
+
+
+def _raise_on_poison(records: list[dict[str, Any]]) -> Any:
+    if any(base64.b64decode(r["kinesis"]["data"]) == b"poison" for r in records):
+        raise RuntimeError("poison")
+    return None
+
+
+def test_lanes_go_on_past_a_failing_key_and_the_checkpoint_waits_for_it() -> None:
+    from serverless_retry_tools.local.streams.shard_poller import lane_of
+
+    other = next(k for k in (f"k{i}" for i in range(100)) if lane_of(k, 2) != lane_of("a", 2))
+    shard = _Shard([("a", "poison"), (other, "x1"), (other, "x2"), ("a", "after")], arrival=990.0)
+    functions = _Functions(_raise_on_poison)
+    poller, checkpoints, _ = _poller(shard, functions, _Clock())
+    mapping = {"FunctionArn": "arn:f", "BatchSize": 1, "ParallelizationFactor": 2, "MaximumRetryAttempts": 1}
+    poller.step(mapping)
+    assert sorted(map(tuple, functions.calls)) == [("poison",), ("x1",)]  # one batch per lane, together
+    assert checkpoints.get("m", "shardId-0") is None  # record 1 (the poison) is not done
+    poller.step(mapping)
+    assert checkpoints.snapshot()["m"]["shardId-0"].discarded == ("1",)
+    assert checkpoints.get("m", "shardId-0") == "3"  # 1 discarded, 2 and 3 processed; 4 waits
+    for _ in range(5):  # bounded
+        if checkpoints.get("m", "shardId-0") == "4":
+            break
+        poller.step(mapping)
+    assert checkpoints.get("m", "shardId-0") == "4"
+    assert [c for c in functions.calls if c not in (["x1"], ["x2"])] == [["poison"], ["poison"], ["after"]]
+
+
+def test_records_past_the_maximum_age_are_discarded_without_an_invocation() -> None:
+    clock = _Clock()
+    shard = _Shard([("a", "old"), ("a", "new")], arrival=900.0)
+    shard.records[1] = kinesis_record(
+        {"Data": b"new", "PartitionKey": "a", "SequenceNumber": "2", "ApproximateArrivalTimestamp": 990.0},
+        shard_id="shardId-0",
+        stream_arn=ARN,
+        region="r",
+        role="",
+    )
+    functions = _Functions(lambda records: None)
+    poller, checkpoints, events = _poller(shard, functions, clock)
+    mapping = {"FunctionArn": "arn:f", "MaximumRecordAgeInSeconds": 60}
+    poller.step(mapping)  # 100 s old: discarded; 10 s old: runs
+    poller.step(mapping)
+    assert functions.calls == [["new"]]
+    assert [d["condition"] for kind, d in events if kind == "stream-discarded"] == ["RecordAgeExceeded"]
+    assert checkpoints.get("m", "shardId-0") == "2"
+    assert checkpoints.snapshot()["m"]["shardId-0"].waited == {"2": 10.0}
