@@ -1070,3 +1070,29 @@ def test_raw_moto_creates_stream_mappings_lambda_refuses(raw: Aws) -> None:
 
 def test_patched_stream_mappings_follow_lambdas_limits(patched: Aws) -> None:
     assert set(_stream_mapping_refusals(patched).values()) == {"InvalidParameterValueException"}
+
+
+# --- lambda_event_source_mapping_drops_starting_position_timestamp --------------------------------------
+
+
+def _starting_position_timestamp(aws: Aws) -> Any:
+    kinesis = aws.client("kinesis")
+    name = aws.name("stream")
+    kinesis.create_stream(StreamName=name, ShardCount=1)
+    arn = kinesis.describe_stream(StreamName=name)["StreamDescription"]["StreamARN"]
+    lam = aws.client("lambda")
+    uuid = lam.create_event_source_mapping(
+        EventSourceArn=arn,
+        FunctionName=aws.function(),
+        StartingPosition="AT_TIMESTAMP",
+        StartingPositionTimestamp=1_800_000_000,
+    )["UUID"]
+    return lam.get_event_source_mapping(UUID=uuid).get("StartingPositionTimestamp")
+
+
+def test_raw_moto_forgets_the_starting_position_timestamp(raw: Aws) -> None:
+    assert _starting_position_timestamp(raw) is None
+
+
+def test_patched_mapping_returns_its_starting_position_timestamp(patched: Aws) -> None:
+    assert _starting_position_timestamp(patched).timestamp() == 1_800_000_000

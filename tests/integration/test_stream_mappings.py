@@ -508,3 +508,21 @@ def test_the_batching_window_gathers_records_for_its_logical_seconds(aws: Stream
     assert run.until(done, deadline=30)
     assert _batches(journal) == [[early, late[0]]]  # one batch: the window waited for the second
     assert shard().waited[early] >= 60
+
+
+def test_at_timestamp_starts_at_the_first_record_at_or_after_it_on_the_logical_clock(
+    aws: Streams, tmp_path: Path
+) -> None:
+    source = Source(aws, "kinesis")
+    source.put(["before"])
+    time.sleep(0.3)  # 6 logical seconds
+    start = aws.emulator.clock.now()
+    time.sleep(0.3)
+    seq = source.put(["after", "later"])
+    journal = tmp_path / "journal"
+    function = _function(aws, journal, "report")
+    uuid = aws.map(function, source.arn, StartingPosition="AT_TIMESTAMP", StartingPositionTimestamp=start)
+    run = Run(aws, tmp_path)
+    shard = _shard_of(run, uuid)
+    assert run.until(lambda: shard() is not None and shard().checkpoint == seq[-1], deadline=30)
+    assert [s for batch in _batches(journal) for s in batch] == seq

@@ -457,6 +457,23 @@ def _lambda_stream_record_times_not_logical(ctx: PatchContext) -> Undo:
     )
 
 
+def _lambda_event_source_mapping_drops_starting_position_timestamp(_: PatchContext) -> Undo:
+    # CreateEventSourceMapping keeps StartingPositionTimestamp but Get/List/Create never return it,
+    # so a Kinesis mapping at AT_TIMESTAMP cannot be run from what the API says. AWS returns it (Unix
+    # seconds) with StartingPosition.
+    from moto.awslambda.models import EventSourceMapping
+
+    get_configuration = EventSourceMapping.__dict__["get_configuration"]
+
+    def new_get_configuration(self: Any) -> dict[str, Any]:
+        config: dict[str, Any] = get_configuration(self)
+        if self.starting_position_timestamp is not None:
+            config["StartingPositionTimestamp"] = self.starting_position_timestamp
+        return config
+
+    return replace(EventSourceMapping, "get_configuration", new_get_configuration)
+
+
 COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
     Patch(
         "sqs_drops_redrive_allow_policy",
@@ -528,6 +545,11 @@ COMPATIBILITY_PATCHES: tuple[Patch, ...] = (
         "lambda_stream_record_times_not_logical",
         "Kinesis and DynamoDB Streams record arrival times are real time, not the emulator's logical clock",
         _lambda_stream_record_times_not_logical,
+    ),
+    Patch(
+        "lambda_event_source_mapping_drops_starting_position_timestamp",
+        "event source mappings never return StartingPositionTimestamp (AT_TIMESTAMP cannot be followed)",
+        _lambda_event_source_mapping_drops_starting_position_timestamp,
     ),
 )
 # Compatibility patches let our modules apply and run; fidelity patches make moto refuse what AWS

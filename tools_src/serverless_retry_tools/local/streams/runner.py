@@ -6,10 +6,11 @@ https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html, services-kinesis-par
 enabled mapping whose EventSourceArn is a Kinesis stream or a DynamoDB table's stream gets one
 poller per shard (:mod:`~serverless_retry_tools.local.streams.shard_poller`), which reads the shard
 in order from the mapping's StartingPosition and runs one batch at a time (ParallelizationFactor
-above 1: that many, each partition key's records in order): up to BatchSize records, waiting up to MaximumBatchingWindowInSeconds (logical
-seconds) for a full batch, cut to the 6 MB synchronous payload, invoked synchronously with the
-event as AWS shapes it (:mod:`~serverless_retry_tools.local.streams.events`). The checkpoint is the
-runner's, per shard: a batch is done when the function succeeded with it, or when it was discarded.
+above 1: that many, each partition key's records in order): up to BatchSize records, waiting up to
+MaximumBatchingWindowInSeconds (logical seconds) for a full batch, cut to the 6 MB synchronous
+payload, invoked synchronously with the event as AWS shapes it
+(:mod:`~serverless_retry_tools.local.streams.events`). The checkpoint is the runner's, per shard:
+a record is done when the function succeeded with it, or when it was discarded.
 
 The answer and the retries are :mod:`~serverless_retry_tools.local.streams.answers`: partial batch
 responses with ReportBatchItemFailures (checkpoint before the lowest reported sequence number, retry
@@ -31,8 +32,9 @@ TumblingWindowInSeconds; nor (silently) enhanced fan-out consumers, or shard spl
 (shards are polled as ListShards lists them, parents not first).
 
 Events: ``stream-batch`` (mapping, function, shard, first, last, size, attempt, outcome: ok /
-partial / failed / throttled, why), ``stream-discarded`` (mapping, shard, first, last, size, condition); the progress
-of every shard, checkpoint and per-record wait, is :meth:`StreamRunner.progress`.
+partial / failed / throttled, why), ``stream-discarded`` (mapping, shard, first, last, size,
+condition, destination); the progress of every shard (checkpoint, per-record wait, records given
+up) is :meth:`StreamRunner.progress`.
 """
 
 from __future__ import annotations
