@@ -501,3 +501,82 @@ def test_a_mark_racing_another_write_is_not_made(world: World) -> None:
     assert world.store().get(keys["m-0"])[0]["redriven"] == []
     with pytest.raises(ClientError):
         world.store(RefusingS3(world.s3, "AccessDenied", 403)).mark_redriven(keys["m-0"], etag, mark, record)
+
+
+# --- a final envelope behind a pointer (claim check) ----------------------------------------------------
+
+
+def pointer_message(world: World, body: str, *, bucket: str = BUCKET, write: bool = True) -> tuple[str, str]:
+    """A pointer as the consumer sends it to the retry-exhausted queue (its payload written to S3 first,
+    unless ``write`` is False), sent there; (the pointer body, the original body)."""
+    from serverless_retry.envelope import original
+    from serverless_retry.payload_pointer import PayloadTarget
+    from serverless_retry.payload_store import put_payload
+    from serverless_retry.terminal import final_copy
+
+    incoming = original(
+        body, {"tenant": {"DataType": "String", "StringValue": "acme"}}, message_id="m-big", source=ORDERS
+    )
+    copy = final_copy(
+        incoming, "non-retryable", now=datetime(2026, 11, 30, 10, tzinfo=UTC), error=KeyError("customer"),
+        reason="no customer", traceback_text="", max_bytes=4096, store=PayloadTarget(bucket, PREFIX),
+    )  # fmt: skip
+    assert copy.form == "pointer"
+    assert copy.payload is not None
+    if write:
+        if bucket != BUCKET:
+            world.s3.create_bucket(Bucket=bucket)
+        put_payload(world.s3, copy.payload)
+    world.send("exhausted", copy.body)
+    return copy.body, body
+
+
+def pointer_archiver(world: World) -> Archiver:
+    from serverless_retry.archive.archiver import pointer_resolver
+
+    return Archiver(
+        world.store(), world.settings, clock=world.clock, resolve=pointer_resolver(world.s3, BUCKET, PREFIX)
+    )
+
+
+def test_a_pointer_is_archived_with_the_whole_original(world: World) -> None:
+    pointer, body = pointer_message(world, json.dumps({"order": "o-1", "blob": "x" * 8000}))
+    event = world.event("exhausted")
+    assert pointer_archiver(world)(event) == {"batchItemFailures": []}
+    [key] = [k for k in world.object_keys() if "/dead/" in k]
+    record, _ = world.store().get(key)
+    assert record["message"]["body"] == pointer  # the message verbatim
+    assert record["original"] == {
+        "body": body,
+        "attributes": {"tenant": {"DataType": "String", "StringValue": "acme"}},
+    }
+    assert (record["outcome"], record["reason"], record["error_type"]) == (
+        "non-retryable",
+        "no customer",
+        "KeyError",
+    )
+    assert (record["retry_id"], record["terminal_at"]) == ("m-big", "2026-11-30T10:00:00Z")
+    assert key.startswith(f"{PREFIX}dead/2026/11/30/non-retryable/KeyError/m-big.1.")
+    # Archived again through the pointer: the same key, already there.
+    assert pointer_archiver(world)(event) == {"batchItemFailures": []}
+    assert len([k for k in world.object_keys() if "/dead/" in k]) == 1
+
+
+def test_a_pointer_whose_payload_cannot_be_read_stays_in_its_queue(world: World) -> None:
+    pointer_message(world, "y" * 5000, write=False)
+    event = world.event("exhausted")
+    response = pointer_archiver(world)(event)
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+    assert [k for k in world.object_keys() if "/dead/" in k] == []
+
+
+def test_a_pointer_to_another_bucket_is_archived_as_it_came(world: World) -> None:
+    """A producer's body shaped like a pointer to someone else's object (dead-lettered by SQS): never
+    followed, kept as the message it is."""
+    pointer, _ = pointer_message(world, "y" * 5000, bucket="someone-elses")
+    event = world.event("exhausted")
+    assert pointer_archiver(world)(event) == {"batchItemFailures": []}
+    [key] = [k for k in world.object_keys() if "/dead/" in k]
+    record, _ = world.store().get(key)
+    assert (record["outcome"], record["retry_id"]) == ("unknown", event["Records"][0]["messageId"])
+    assert record["original"] == {"body": pointer, "attributes": {}}

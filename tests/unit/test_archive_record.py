@@ -437,3 +437,34 @@ def test_any_message_round_trips(body: str, attributes: dict[str, Any], place: s
     assert back["message"]["attributes"] == event["messageAttributes"]
     assert back["key"] == object_key(back, prefix)
     assert parse_object_key(back["key"], prefix) is not None
+
+
+def test_a_pointer_is_resolved_by_the_resolver_given() -> None:
+    pointer = json.dumps({"serverless_retry": {"v": 1, "outcome": "exhausted", "reason": "r", "id": "c-1",
+                          "attempt": 4, "at": "2026-11-30T10:00:00Z",
+                          "payload": {"bucket": "bkt", "key": "serverless-retry/payloads/x.json", "bytes": 10,
+                                      "sha256": "0" * 64}}})  # fmt: skip
+    event = sqs_record(pointer)
+    assert read_terminal(pointer).form == "pointer"
+    unresolved = archive_record(event, source=EXHAUSTED, now=NOW, prefix=PREFIX)
+    assert unresolved["original"] == {"body": "", "attributes": {}}
+    seen: list[str] = []
+
+    def resolve(view: Any) -> Any:
+        seen.append(view.form)
+        return view._replace(
+            body="the original", attributes={"a": {"DataType": "String", "StringValue": "1"}}
+        )
+
+    resolved = archive_record(event, source=EXHAUSTED, now=NOW, prefix=PREFIX, resolve=resolve)
+    assert seen == ["pointer"]
+    assert resolved["original"]["body"] == "the original"
+    assert resolved["key"] == unresolved["key"]  # a function of the message (the pointer) alone
+    assert resolved["message"]["body"] == pointer
+    # None from the resolver: not a pointer of this archive's; archived as the plain message it is.
+    kept = archive_record(event, source=AT_DLQ, now=NOW, prefix=PREFIX, resolve=lambda view: None)
+    assert kept["original"] == {"body": pointer, "attributes": {}}
+    assert (kept["outcome"], kept["attempt"], kept["retry_id"]) == ("dlq", 1, event["messageId"])
+    # Any other form never reaches the resolver.
+    archive_record(sqs_record("plain"), source=EXHAUSTED, now=NOW, prefix=PREFIX, resolve=resolve)
+    assert seen == ["pointer"]

@@ -3,7 +3,8 @@ then acknowledged.
 
 Order of operations, per message: find the queue it came from in the settings (a queue the archiver
 was not configured for is not archived: its message stays, and the failure is logged); build its
-record (never fails: an unreadable message is archived as outcome "unknown", body verbatim); write it
+record (an unreadable message is archived as outcome "unknown", body verbatim; a pointer's payload is
+read so the record holds the whole original, and a payload that cannot be read fails the message); write it
 with ``IfNoneMatch="*"`` ("already" counts as archived: the same message, written by an earlier try).
 **A message is acknowledged only when its object exists**: any failure (after the S3 client's own
 retries) puts it in ``batchItemFailures`` so the queue delivers it again; a record without a
@@ -13,7 +14,7 @@ line and one log line per batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -25,10 +26,39 @@ from serverless_retry.archive.settings import ENV_SOURCES, ArchiverSettings
 from serverless_retry.clock import Clock
 from serverless_retry.errors import EventShapeError
 from serverless_retry.observability import make_logger
+from serverless_retry.payload_pointer import PayloadTarget
+from serverless_retry.payload_store import resolve_pointer
+from serverless_retry.terminal import TerminalView
 
-__all__ = ["LOGGED_FAILURES", "ArchiveBatchResponse", "ArchiveWriter", "Archiver", "BatchItemFailure"]
+__all__ = [
+    "LOGGED_FAILURES",
+    "ArchiveBatchResponse",
+    "ArchiveWriter",
+    "Archiver",
+    "BatchItemFailure",
+    "pointer_resolver",
+]
 
 LOGGED_FAILURES = 20  # the batch's log line names at most this many failed messages
+
+
+def pointer_resolver(s3: Any, bucket: str, prefix: str) -> Callable[[TerminalView], TerminalView | None]:
+    """Reads a pointer's payload into the whole message. Only ``<prefix>payloads/`` of the archive's
+    bucket is read: a pointer to anywhere else is a producer's body shaped like one (None: archived as
+    it came), never a reason to copy another object. A payload of ours that cannot be read (missing,
+    changed, no access: PayloadError) fails that message: it stays in its queue rather than be
+    archived with nothing a redrive could send."""
+    target = PayloadTarget(bucket, prefix)
+
+    def resolve(view: TerminalView) -> TerminalView | None:
+        location = view.payload
+        if location is None:
+            return view
+        if location["bucket"] != bucket or not location["key"].startswith(f"{prefix}payloads/"):
+            return None
+        return resolve_pointer(view, s3, target)
+
+    return resolve
 
 
 class ArchiveWriter(Protocol):
@@ -56,7 +86,9 @@ class Archiver:
         clock: Clock,
         logger: Logger | None = None,
         metrics: ArchiveMetrics | None = None,
+        resolve: Callable[[TerminalView], TerminalView | None] | None = None,
     ) -> None:
+        self.resolve = resolve
         self.store = store
         self.settings = settings
         self.clock = clock
@@ -110,7 +142,9 @@ class Archiver:
         if source is None:
             return f"queue {queue!r} is not in {ENV_SOURCES}: not archived, left in its queue"
         try:
-            record = archive_record(message, source=source, now=now, prefix=self.settings.prefix)
+            record = archive_record(
+                message, source=source, now=now, prefix=self.settings.prefix, resolve=self.resolve
+            )
             result = self.store.put_new(record)
         except Exception as exc:  # any failure: the message stays in its queue, tried again
             return f"{type(exc).__name__}: {exc}"[:500]

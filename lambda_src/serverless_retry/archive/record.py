@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
-from serverless_retry.envelope import HistoryEntry, MessageAttribute, format_time, parse_time
+from serverless_retry.envelope import (
+    HistoryEntry,
+    MessageAttribute,
+    attributes_from_record,
+    format_time,
+    parse_time,
+)
 from serverless_retry.terminal import TerminalView, read_terminal
 
 __all__ = [
@@ -228,13 +234,29 @@ def _unreadable(body: str, message_id: str) -> TerminalView:
     )  # fmt: skip
 
 
+def _bare(body: str, attributes: Mapping[str, Any], message_id: str) -> TerminalView:
+    """A message taken as it came: its body and attributes are the original."""
+    return _unreadable(body, message_id)._replace(attributes=attributes_from_record(attributes))
+
+
 def archive_record(
-    message: Mapping[str, Any], *, source: ArchiveSource, now: datetime, prefix: str = ""
+    message: Mapping[str, Any],
+    *,
+    source: ArchiveSource,
+    now: datetime,
+    prefix: str = "",
+    resolve: Callable[[TerminalView], TerminalView | None] | None = None,
 ) -> ArchiveRecord:
     """The record of one SQS event record (Lambda's shape: messageId, body, messageAttributes,
     attributes, eventSourceARN) read from a queue described by ``source``; ``now`` is the archive time,
-    ``prefix`` the archive's key prefix (for the record's ``key``). Never raises: a message that cannot
-    be read is archived as outcome "unknown" with its body verbatim."""
+    ``prefix`` the archive's key prefix (for the record's ``key``). Never raises but for ``resolve``'s
+    errors: a message that cannot be read is archived as outcome "unknown" with its body verbatim.
+
+    ``resolve`` turns a pointer's view (a final envelope too large for its queue, kept in S3) into the
+    whole message's, so ``original`` is what a redrive must send; the message itself (the pointer) is
+    kept verbatim, and the key, a function of it, does not change. ``resolve`` answers None for a
+    pointer to somewhere else than the archive (a producer's body shaped like one): that message is
+    archived as a plain one. Without ``resolve`` a pointer's ``original`` is empty."""
     body = _text(message.get("body"))
     message_id = _text(message.get("messageId"))
     attributes = _mapping(message.get("messageAttributes"))
@@ -246,6 +268,10 @@ def archive_record(
         view = None
     if view is None:
         view = _unreadable(body, message_id)
+    if resolve is not None and view.payload is not None:
+        whole = resolve(view)
+        # None: not a pointer of this archive's, but a producer's body shaped like one: kept as it came.
+        view = whole if whole is not None else _bare(body, attributes, message_id)
     outcome, reason = view.outcome, view.reason
     if source.place == "dlq" and readable and outcome == "unknown":
         # SQS's redrive policy put it there: a plain message, or a retry envelope between attempts.

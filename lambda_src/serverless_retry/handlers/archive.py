@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from serverless_retry import environment
-from serverless_retry.archive.archiver import ArchiveBatchResponse, Archiver
+from serverless_retry.archive.archiver import ArchiveBatchResponse, Archiver, pointer_resolver
 from serverless_retry.archive.settings import ArchiverSettings
 from serverless_retry.archive.store import ArchiveStore
 from serverless_retry.aws import client
@@ -31,8 +31,10 @@ _clock = environment.clock(os.environ)
 @functools.cache
 def archiver() -> Archiver:
     """The archiver, its S3 client (and boto3) made on the first invocation, then kept."""
-    store = ArchiveStore(client("s3"), settings.bucket, settings.prefix)
-    return Archiver(store, settings, clock=_clock, logger=logger)
+    s3 = client("s3")
+    store = ArchiveStore(s3, settings.bucket, settings.prefix)
+    resolve = pointer_resolver(s3, settings.bucket, settings.prefix)
+    return Archiver(store, settings, clock=_clock, logger=logger, resolve=resolve)
 
 
 @logger.inject_lambda_context(clear_state=True)
