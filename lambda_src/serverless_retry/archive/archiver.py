@@ -4,8 +4,9 @@ then acknowledged.
 Order of operations, per message: find the queue it came from in the settings (a queue the archiver
 was not configured for is not archived: its message stays, and the failure is logged); build its
 record (an unreadable message is archived as outcome "unknown", body verbatim; a pointer's payload is
-read so the record holds the whole original, and a payload that cannot be read fails the message); write it
-with ``IfNoneMatch="*"`` ("already" counts as archived: the same message, written by an earlier try).
+read, so the record holds the whole original, and a payload that cannot be read fails the message);
+write it with ``IfNoneMatch="*"`` ("already" counts as archived: the same message, written by an
+earlier try).
 **A message is acknowledged only when its object exists**: any failure (after the S3 client's own
 retries) puts it in ``batchItemFailures`` so the queue delivers it again; a record without a
 ``messageId`` cannot be named there, so a failure of one fails the whole batch (raised). One metrics
@@ -36,6 +37,7 @@ __all__ = [
     "ArchiveWriter",
     "Archiver",
     "BatchItemFailure",
+    "UnnamedFailure",
     "pointer_resolver",
 ]
 

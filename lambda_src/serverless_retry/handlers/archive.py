@@ -5,6 +5,10 @@ invokes it; each message becomes one S3 object before it is acknowledged (see
 :mod:`serverless_retry.archive.archiver`). The settings are read at import (cold start): a bad
 ``SERVERLESS_RETRY_ARCHIVE_*`` value fails the init with a ``ConfigError`` naming the variable, before
 any message is received. The S3 client is built on the first invocation.
+
+Its role needs ``s3:PutObject`` on ``<prefix>dead/*`` (a 412 on ``If-None-Match`` needs no read), and
+``s3:GetObject`` on ``<prefix>payloads/*`` to read a pointer's payload (a final envelope too large for
+its queue, which the consumer keeps in the archive's bucket).
 """
 
 from __future__ import annotations
