@@ -177,6 +177,23 @@ def test_the_dynamodb_event_carries_the_stream_record_and_the_creation_time_in_s
     json.dumps(event)  # the event is JSON as it is
 
 
+def test_dynamodb_binary_attributes_arrive_base64_encoded() -> None:
+    raw = {
+        "eventName": "INSERT",
+        "dynamodb": {
+            "ApproximateCreationDateTime": 0,
+            "Keys": {"id": {"B": b"\x00\x01"}},
+            "NewImage": {"id": {"B": b"\x00\x01"}, "set": {"BS": [b"a"]}, "m": {"M": {"b": {"B": b"b"}}}},
+            "SequenceNumber": "1",
+        },
+    }
+    stream = stream_event([dynamodb_record(raw, stream_arn="a", region="r")])["Records"][0]["dynamodb"]
+    assert stream["Keys"] == {"id": {"B": "AAE="}}
+    assert stream["NewImage"]["set"] == {"BS": ["YQ=="]}
+    assert stream["NewImage"]["m"] == {"M": {"b": {"B": "Yg=="}}}
+    json.dumps(stream)
+
+
 def test_a_batch_is_cut_at_the_six_megabyte_payload() -> None:
     big = {
         "Data": b"x" * 2_000_000,

@@ -99,9 +99,23 @@ def kinesis_record(
     return StreamRecord(sequence, arrival, str(raw["PartitionKey"]), dict(record))
 
 
+def _as_json(value: Any) -> Any:
+    """An attribute value (or image) as the Lambda event carries it: boto3 gives B and BS as bytes,
+    the event as base64 strings."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Mapping):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_as_json(v) for v in value]
+    return value
+
+
 def dynamodb_record(raw: Mapping[str, Any], *, stream_arn: str, region: str) -> StreamRecord:
     """A DynamoDB Streams GetRecords record (boto3: ApproximateCreationDateTime a datetime)."""
-    stream = dict(raw["dynamodb"])
+    stream = {
+        k: _as_json(v) if k in ("Keys", "NewImage", "OldImage") else v for k, v in raw["dynamodb"].items()
+    }
     arrival = _seconds(stream["ApproximateCreationDateTime"])
     # Lambda's event carries it as Unix seconds (with-ddb.html's example), not a date string.
     stream["ApproximateCreationDateTime"] = int(arrival)
