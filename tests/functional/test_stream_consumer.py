@@ -61,6 +61,8 @@ class Recorder:
             _ = {}["customer"]  # the user's bug
         if kind == "always-fails":
             raise TimeoutError("still down")
+        if kind == "exit" and message.attempt == 1:
+            raise SystemExit(2)  # not even an Exception: still this record's failure only
 
 
 def make(
@@ -299,3 +301,26 @@ def test_a_re_polled_hand_off_through_the_scheduler_makes_one_schedule(
         == event["Records"][1]["kinesis"]["sequenceNumber"]
     )
     assert stack.receive(stack.queue_url) == []
+
+
+def test_a_base_exception_fails_only_its_record_and_is_retried(stack: Stack, clock: FrozenClock) -> None:
+    event = kinesis_event(["exit", "ok"])
+    processor = Recorder()
+    assert make(stack, clock, processor)(event) == {"batchItemFailures": []}
+    assert len(processor.runs) == 2
+    clock.advance(21)
+    (retry,) = copies(stack, stack.queue_url)
+    envelope = json.loads(retry["Body"])["serverless_retry"]
+    assert envelope["history"][0]["error_type"] == "SystemExit"
+
+
+def test_a_claims_table_that_does_not_answer_reports_the_first_failed_record(
+    stack: Stack, clock: FrozenClock
+) -> None:
+    """No signing key, no signed copy: nothing is sent for the failed records, and the first is named."""
+    client = boto3.client("dynamodb", region_name=REGION)  # no table: every call fails
+    consumer = make(stack, clock, Recorder(), claims=DynamoDBClaims(lambda: client, "missing-table"))
+    event = kinesis_event(["ok", "retryable", "ok", "retryable"])
+    assert failure_ids(consumer(event)) == [event["Records"][1]["kinesis"]["sequenceNumber"]]
+    clock.advance(21)
+    assert copies(stack, stack.queue_url) == []

@@ -14,12 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest import mock
 
 import boto3
 import pytest
 from serverless_retry import environment
 from serverless_retry.clock import FrozenClock
 from serverless_retry.errors import ConfigError
+from serverless_retry.queue_redrive import redrive
+from serverless_retry.redrive_options import RedriveOptions
 from serverless_retry.streams.stream_message import StreamMessage
 from serverless_retry.terminal import read_terminal
 from serverless_retry.testing import lambda_context
@@ -30,6 +33,7 @@ HANDLER = "serverless_retry.handlers.stream"
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 POLICY = {"max_attempts": 3, "backoff": {"strategy": "fixed", "base_seconds": 20, "max_seconds": 600}}
 RUNS: list[StreamMessage] = []
+FIXED: list[bool] = []  # set once the "downstream" is fixed: always-fails then succeeds
 
 
 def process(message: StreamMessage) -> None:
@@ -43,7 +47,7 @@ def process(message: StreamMessage) -> None:
         kind = image["behaviour"]
     if kind == "retryable" and message.attempt == 1:
         raise TimeoutError("downstream timed out")
-    if kind == "always-fails":
+    if kind == "always-fails" and not FIXED:
         raise ConnectionError("downstream refused")
 
 
@@ -55,6 +59,7 @@ def sample(name: str) -> dict[str, Any]:
 @pytest.fixture
 def handler(stack: Stack, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     RUNS.clear()
+    FIXED.clear()
     boto3.client("dynamodb", region_name=REGION).create_table(
         TableName="stream-claims",
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
@@ -148,6 +153,39 @@ def test_a_record_that_keeps_failing_ends_in_the_exhausted_queue_with_the_reason
     assert final.error_type == "ConnectionError"
     assert json.loads(final.body) == record  # the stream record, position and all
     assert stack.receive(stack.queue_url) == []
+
+
+def test_a_redriven_final_copy_runs_again_as_the_same_stream_message(
+    stack: Stack, clock: FrozenClock, handler: ModuleType
+) -> None:
+    """The operator's redrive of the retry-exhausted queue into the retry queue (downstream fixed)
+    runs the record once more through the same handler and processor, in the chain's next generation."""
+    record = copy.deepcopy(sample("dynamodb-stream-batch.json")["Records"][1])
+    record["dynamodb"]["NewImage"]["behaviour"] = {"S": "always-fails"}
+    handler.handler({"Records": [record]}, lambda_context())
+    for _ in range(10):  # bounded: attempts 2 and 3, then the final copy
+        clock.advance(30)
+        retry_queue_round(stack, handler)
+    assert [m.attempt for m in RUNS] == [1, 2, 3]
+    FIXED.append(True)
+
+    def ticking() -> float:  # moto's receive polls its clock until the wait is over: let it pass
+        return clock.advance(0.01).timestamp()
+
+    with mock.patch("moto.sqs.models.unix_time", ticking):
+        options = RedriveOptions(from_queue_url=stack.exhausted_url, to_queue_url=stack.queue_url)
+        report = redrive(stack.sqs, options, clock=clock, wait_seconds=0)
+    assert len(report.moved) == 1
+    clock.advance(1)
+    assert retry_queue_round(stack, handler) == 1
+    redriven = RUNS[-1]
+    assert redriven.retry.id == RUNS[0].retry.id
+    assert redriven.retry.generation == 1
+    assert redriven.keys == {"order_id": "o-2"}
+    assert redriven.sequence_number == record["dynamodb"]["SequenceNumber"]
+    clock.advance(60)
+    assert stack.receive(stack.queue_url) == []
+    assert stack.receive(stack.exhausted_url) == []
 
 
 def test_a_bad_ordering_fails_the_cold_start_naming_the_variable(
