@@ -130,6 +130,9 @@ package_zips() {
   log "packaging dist/examples/native-retry.zip"
   "$VENV/bin/python" scripts/build_package.py \
     --extra examples/native-retry/src/native_orders --out dist/examples/native-retry.zip
+  log "packaging dist/examples/stream-retry.zip"
+  "$VENV/bin/python" scripts/build_package.py \
+    --extra examples/stream-retry/src/stream_example --out dist/examples/stream-retry.zip
 }
 
 # What the tests need besides .venv, made beside its install (once uv is in it): checkov's own

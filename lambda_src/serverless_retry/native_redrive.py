@@ -73,7 +73,7 @@ def check_native(
     finally:
         scan.release_all()
     origins = Counter(m.origin for m in looked)
-    terminal = [m for m in looked if m.kind in ("envelope", "compact")]
+    terminal = [m for m in looked if m.kind in ("envelope", "compact", "pointer")]
     if terminal:
         problems.append(
             f"{len(terminal)} of {len(looked)} sampled messages are serverless-retry final messages (outcome "

@@ -17,7 +17,7 @@ from serverless_retry.errors import ServerlessRetryError
 from serverless_retry.payload_pointer import PayloadLocation, PayloadTarget, StoredPayload
 from serverless_retry.terminal import TerminalView, read_terminal
 
-__all__ = ["PayloadError", "fetch_payload", "put_payload", "resolve_pointer"]
+__all__ = ["PayloadError", "fetch_payload", "put_payload", "read_through", "resolve_pointer"]
 
 _ALREADY = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 
@@ -63,12 +63,19 @@ def fetch_payload(s3: Any, location: PayloadLocation) -> str:
 def resolve_pointer(
     view: TerminalView, s3: Any | Callable[[], Any], target: PayloadTarget, *, message_id: str = ""
 ) -> TerminalView:
-    """The whole message behind a pointer's view (any other view as it is). ``s3`` may be a factory,
-    called only for a pointer. Only a payload under ``target`` (the deployment's archive) is read: a
-    producer can send a body shaped like a pointer, and it must not make an operator's redrive read
-    (and re-send) another bucket's object."""
+    """The whole message behind a pointer's view (any other view as it is): ``read_through``'s view."""
+    return read_through(view, s3, target, message_id=message_id)[0]
+
+
+def read_through(
+    view: TerminalView, s3: Any | Callable[[], Any], target: PayloadTarget, *, message_id: str = ""
+) -> tuple[TerminalView, str | None]:
+    """(the whole message's view, the payload's text: the final envelope as the consumer wrote it) of
+    a pointer; (``view``, None) for any other. ``s3`` may be a factory, called only for a pointer. Only
+    a payload under ``target`` (the deployment's archive) is read: a producer can send a body shaped
+    like a pointer, and it must not make an operator's redrive read (and re-send) another object."""
     if view.payload is None:
-        return view
+        return view, None
     bucket, key = view.payload["bucket"], view.payload["key"]
     if bucket != target.bucket or not key.startswith(f"{target.prefix}payloads/"):
         raise PayloadError(
@@ -76,5 +83,6 @@ def resolve_pointer(
             f"(s3://{target.bucket}/{target.prefix}payloads/); not read"
         )
     client = s3() if callable(s3) and not hasattr(s3, "get_object") else s3
-    whole = read_terminal(fetch_payload(client, view.payload), message_id=message_id or view.id)
-    return whole._replace(payload=view.payload)
+    text = fetch_payload(client, view.payload)
+    whole = read_terminal(text, message_id=message_id or view.id)
+    return whole._replace(payload=view.payload), text

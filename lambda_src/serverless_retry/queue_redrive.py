@@ -70,7 +70,7 @@ from serverless_retry.envelope import (
 from serverless_retry.redrive_options import RedriveOptions
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.reinvoke import NotReinvocable, reinvocation
-from serverless_retry.terminal import read_terminal
+from serverless_retry.terminal import TerminalView, read_terminal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -85,6 +85,7 @@ __all__ = [
     "Inspection",
     "OutgoingMessage",
     "RedriveReport",
+    "Resolver",
     "RunMemory",
     "Scan",
     "arrived_during_run",
@@ -177,6 +178,8 @@ class ExhaustedMessage:
     group_id: str | None = None
     receive_count: int = 0
     failure: FailureDetail | None = None
+    # A claim-check pointer read without its payload (kind "pointer"): why; "" otherwise.
+    payload_problem: str = ""
 
     def age_seconds(self, now: datetime) -> float | None:
         """Seconds since SQS first accepted this message (SentTimestamp; SQS keeps it when its redrive
@@ -213,19 +216,40 @@ def _destination_record(data: object) -> dict[str, str] | None:
     }
 
 
-def decode(message: MessageTypeDef) -> ExhaustedMessage:
+# A pointer's view -> (the whole message's view, the payload text): payload_store.read_through, bound.
+Resolver = Callable[[TerminalView], tuple[TerminalView, str | None]]
+
+
+def decode(message: MessageTypeDef, resolve: Resolver | None = None) -> ExhaustedMessage:
     """Decode a received message (``MessageSystemAttributeNames=["All"]`` gives the timestamps).
 
     Terminal forms are read by :func:`serverless_retry.terminal.read_terminal`, the one reader of every
-    form the consumer ever wrote; what it calls ``bare`` is then looked at as a plain DLQ message."""
+    form the consumer ever wrote; what it calls ``bare`` is then looked at as a plain DLQ message. A
+    claim-check pointer is read through ``resolve`` (``payload_store.resolve_pointer`` bound to the
+    deployment's archive); without one, or when its payload cannot be read, it is kind ``pointer``:
+    outcome and reason known, the original not, so it is never redriven (:func:`refusal`)."""
     raw_body = message.get("Body", "")
     raw_attrs: dict[str, Any] = dict(message.get("MessageAttributes", {}))
     system: Mapping[str, str] = message.get("Attributes", {})  # type: ignore[assignment]
     message_id = message.get("MessageId", "")
     view = read_terminal(raw_body, raw_attrs, message_id=message_id)
+    payload_problem = ""
+    if view.form == "pointer":
+        payload_problem = "its payload is in the archive: read it with the archive's bucket given"
+        if resolve is not None:
+            try:
+                view, text = resolve(view)
+            except Exception as exc:  # PayloadError, or S3 itself: the message stays where it is
+                payload_problem = f"its payload could not be read: {exc}"
+            else:
+                # From here on the message is the final envelope as the consumer wrote it (what a
+                # redrive sends back when it fits), not the pointer this queue holds.
+                payload_problem, raw_body, raw_attrs = "", text or raw_body, {}
     final = view.outcome != "unknown"
     failure = view.detail if view.form == "self-healing" else _failed_invocation(raw_body, message_id)
-    if view.form == "envelope":
+    if payload_problem:
+        kind = "pointer"
+    elif view.form == "envelope":
         kind = "envelope" if final else "retry-envelope"  # a retry copy SQS or the Scheduler dead-lettered
     elif final and failure is not None:
         # An ExhaustedRecord, or the enrichment's last resort (a destination record with its outcome).
@@ -267,6 +291,7 @@ def decode(message: MessageTypeDef) -> ExhaustedMessage:
         group_id=system.get("MessageGroupId"),
         receive_count=int(receive_count) if receive_count.isdigit() else 0,
         failure=failure,
+        payload_problem=payload_problem,
         **fields,
     )
 
@@ -355,8 +380,10 @@ class Scan:
         empty_polls: int = 2,
         batch_size: int = 10,
         clock: Clock | None = None,
+        resolve: Resolver | None = None,
     ) -> None:
         self.sqs = sqs
+        self.resolve = resolve
         self.queue_url = queue_url
         self.visibility = visibility
         self.wait_seconds = wait_seconds
@@ -406,7 +433,7 @@ class Scan:
             empties = 0 if found else empties + 1
             for raw in fresh:
                 self.seen += 1
-                yield decode(raw)
+                yield decode(raw, self.resolve)
 
     def handle(self, message: ExhaustedMessage) -> str:
         return self._held.get(message.message_id, message.receipt_handle)
@@ -498,6 +525,7 @@ def inspect(
     clock: Clock | None = None,
     wait_seconds: int = 1,
     visibility: int = 60,
+    resolve: Resolver | None = None,
 ) -> Inspection:
     """Look at up to ``limit`` messages and put every one back at once (visibility 0)."""
     attributes = sqs.get_queue_attributes(
@@ -514,7 +542,7 @@ def inspect(
             max_receive = int(json.loads(attributes["RedrivePolicy"]).get("maxReceiveCount"))
         except (ValueError, TypeError, AttributeError):
             max_receive = None
-    scan = Scan(sqs, queue_url, visibility=visibility, wait_seconds=wait_seconds)
+    scan = Scan(sqs, queue_url, visibility=visibility, wait_seconds=wait_seconds, resolve=resolve)
     messages: list[ExhaustedMessage] = []
     try:
         messages.extend(scan.messages(limit))
@@ -576,6 +604,8 @@ class OutgoingMessage:
 
 def refusal(message: ExhaustedMessage, options: RedriveOptions) -> str | None:
     """Why ``message`` cannot go where ``options`` send it (it then stays in place); None when it can."""
+    if message.kind == "pointer":
+        return f"a claim-check pointer ({message.outcome}: {message.reason}): {message.payload_problem}"
     if options.to_function:
         if message.failure is None:
             return (
@@ -872,6 +902,7 @@ def redrive(
     should_stop: Callable[[], str | None] | None = None,
     wait_seconds: int = 1,
     visibility: int = 120,
+    resolve: Resolver | None = None,
 ) -> RedriveReport:
     """Move the messages of ``options.from_queue_url`` that the filters (and ``select``) pick.
 
@@ -909,6 +940,7 @@ def redrive(
         wait_seconds=wait_seconds,
         batch_size=batch,
         clock=clock,
+        resolve=resolve,
     )
     try:
         for message in scan.messages():

@@ -207,3 +207,71 @@ def test_a_forged_pointer_to_another_bucket_is_not_read(big: Stack) -> None:
     outside = view._replace(payload={**view.payload, "bucket": BUCKET, "key": "elsewhere/x.json"})  # type: ignore[typeddict-item]
     with pytest.raises(PayloadError, match="not a payload of this deployment"):
         resolve_pointer(outside, s3, TARGET)
+
+
+# --- redrive through the pointer ----------------------------------------------------------------------
+
+
+def _exhausted_pointer(big: Stack, clock: FrozenClock, s3: Any) -> str:
+    body = _largest_body()
+    assert failure_ids(_send_and_run(big, clock, _no_customer, s3, body)) == []
+    # The source message was acknowledged by the consumer: gone from the source once deleted.
+    for m in big.receive(big.queue_url, visibility=0):
+        big.sqs.delete_message(QueueUrl=big.queue_url, ReceiptHandle=m["ReceiptHandle"])
+    return body
+
+
+def _redrive_env(big: Stack, **extra: str) -> dict[str, str]:
+    from serverless_retry.handlers.redrive_queue import ENV_FROM_QUEUE_URLS, ENV_TO_QUEUE_URL
+
+    return {ENV_FROM_QUEUE_URLS: big.exhausted_url, ENV_TO_QUEUE_URL: big.queue_url, **extra}
+
+
+def _redrive(big: Stack, clock: FrozenClock, env: dict[str, str], s3: Any = None) -> Any:
+    """What the redrive function runs with ``env`` (its options and its resolver), without long polls:
+    moto's time stands still under the frozen clock, and a wait would never end."""
+    from serverless_retry.handlers.redrive_queue import _resolver, options_for
+    from serverless_retry.queue_redrive import redrive
+
+    return redrive(big.sqs, options_for({}, env), clock=clock, wait_seconds=0, resolve=_resolver(env, s3))
+
+
+def test_the_redrive_function_reads_through_the_pointer_and_sends_the_original_back(
+    big: Stack, clock: FrozenClock
+) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    body = _exhausted_pointer(big, clock, s3)
+    env = _redrive_env(
+        big, SERVERLESS_RETRY_ARCHIVE_BUCKET=BUCKET, SERVERLESS_RETRY_ARCHIVE_PREFIX="serverless-retry/"
+    )
+    report = _redrive(big, clock, env, s3)
+    assert len(report.moved) == 1, report.failed
+    [back] = big.receive(big.queue_url)
+    # Too large for an envelope of its next attempt: the original as the producer sent it.
+    assert back["Body"] == body
+    assert back["MessageAttributes"]["tenant"]["StringValue"] == "acme"
+    assert big.receive(big.exhausted_url) == []  # moved once: the pointer is gone
+
+
+def test_without_the_archive_a_pointer_is_never_redriven_and_says_why(big: Stack, clock: FrozenClock) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    _exhausted_pointer(big, clock, s3)
+    report = _redrive(big, clock, _redrive_env(big))
+    assert report.moved == []
+    [(_, why)] = report.failed
+    assert "claim-check pointer (non-retryable" in why
+    assert "archive" in why
+    assert big.receive(big.queue_url) == []  # nothing sent: not the pointer, not half a message
+    clock.advance(121)  # past the pass's visibility timeout, whether or not it released it
+    [still] = big.receive(big.exhausted_url)
+    assert read_terminal(still["Body"]).form == "pointer"
+
+
+def test_a_native_move_of_a_queue_of_pointers_is_refused(big: Stack, clock: FrozenClock) -> None:
+    from serverless_retry.native_redrive import check_native
+
+    s3 = boto3.client("s3", region_name=REGION)
+    _exhausted_pointer(big, clock, s3)
+    check = check_native(big.sqs, big.exhausted_url, big.queue_url)
+    assert not check.applies
+    assert any("final messages" in p for p in check.problems)

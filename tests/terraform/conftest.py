@@ -43,8 +43,15 @@ MODULES = (
     "modules/monitoring",
     "modules/self-healing",
     "modules/layer",
+    "modules/stream-retry",
+    "modules/archive",
 )
-EXAMPLES = ("examples/scheduled-retry", "examples/self-healing", "examples/native-retry")
+EXAMPLES = (
+    "examples/scheduled-retry",
+    "examples/self-healing",
+    "examples/native-retry",
+    "examples/stream-retry",
+)
 TF_DIRS = MODULES + EXAMPLES
 # What the workspace holds: the configurations and what their tests reference by relative path.
 COPIED = ("modules", "examples", "tests/terraform/mocks", "tests/terraform/fixtures")

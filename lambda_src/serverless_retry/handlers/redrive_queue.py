@@ -30,8 +30,9 @@ from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import client
 from serverless_retry.clock import Clock, SystemClock
+from serverless_retry.environment import archive_location
 from serverless_retry.native_redrive import check_native, start_native
-from serverless_retry.queue_redrive import RedriveReport, redrive
+from serverless_retry.queue_redrive import RedriveReport, Resolver, redrive
 from serverless_retry.redrive_options import OptionsError, RedriveOptions, options_from_mapping
 
 __all__ = [
@@ -119,8 +120,10 @@ def run(
     sqs: Any = None,
     environ: Mapping[str, str] | None = None,
     clock: Clock | None = None,
+    s3: Any = None,
 ) -> dict[str, Any]:
-    options = options_for(event, os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    options = options_for(event, environ)
     sqs = sqs or client("sqs")
     if options.native:
         check = check_native(sqs, options.from_queue_url, options.to_queue_url)
@@ -144,10 +147,24 @@ def run(
             else None
         )
 
-    report = redrive(sqs, options, clock=clock or SystemClock(), should_stop=out_of_time)
+    report = redrive(
+        sqs, options, clock=clock or SystemClock(), should_stop=out_of_time, resolve=_resolver(environ, s3)
+    )
     summary = _summary(report)
     logger.info("redrive finished", extra={k: v for k, v in summary.items() if not isinstance(v, list)})
     return summary
+
+
+def _resolver(environ: Mapping[str, str], s3: Any) -> Resolver | None:
+    """Claim-check pointers read through the archive the environment names (none: left in place)."""
+    location = archive_location(environ)
+    if location is None:
+        return None
+    from serverless_retry.payload_pointer import PayloadTarget
+    from serverless_retry.payload_store import read_through
+
+    target = PayloadTarget(*location)
+    return lambda view: read_through(view, lambda: s3 or client("s3"), target)
 
 
 @logger.inject_lambda_context(clear_state=True)
