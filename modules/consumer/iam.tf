@@ -141,6 +141,34 @@ data "aws_iam_policy_document" "idempotency" {
   }
 }
 
+# Concern: claim-check payloads (archive, opt-in): one conditional PutObject (IfNoneMatch) per final
+# envelope too large for the retry-exhausted queue, under the archive's payloads/ prefix only. Nothing
+# is read back by the consumer.
+data "aws_iam_policy_document" "payloads" {
+  dynamic "statement" {
+    for_each = local.native || var.archive == null ? [] : [var.archive]
+    content {
+      sid       = "ClaimCheckPayloads"
+      actions   = ["s3:PutObject"]
+      resources = ["${statement.value.bucket_arn}/${statement.value.prefix}payloads/*"]
+    }
+  }
+  dynamic "statement" {
+    for_each = local.native || var.archive == null ? [] : compact([var.archive.kms_key_arn])
+    content {
+      sid       = "ClaimCheckPayloadsKey"
+      actions   = ["kms:GenerateDataKey"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values   = ["s3.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"]
+      }
+    }
+  }
+}
+
 # The function's own concerns (trust, logs, X-Ray, the VPC's network interfaces) and the user's
 # policy_statements are modules/function's.
 data "aws_iam_policy_document" "consumer" {
@@ -154,6 +182,7 @@ data "aws_iam_policy_document" "consumer" {
     data.aws_iam_policy_document.claims.json,
     data.aws_iam_policy_document.claims_kms.json,
     data.aws_iam_policy_document.idempotency.json,
+    data.aws_iam_policy_document.payloads.json,
   ]
 }
 

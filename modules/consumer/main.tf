@@ -46,6 +46,10 @@ locals {
     local.native || var.idempotency_table_arn == null ? {} : {
       SERVERLESS_RETRY_IDEMPOTENCY_TABLE = element(split("/", var.idempotency_table_arn), 1)
     },
+    local.native || var.archive == null ? {} : {
+      SERVERLESS_RETRY_ARCHIVE_BUCKET = element(split(":::", var.archive.bucket_arn), 1)
+      SERVERLESS_RETRY_ARCHIVE_PREFIX = var.archive.prefix
+    },
   )
   # settings last: what a composing module adds for its handler (e.g. stream-retry's ordering).
   environment = merge(var.environment, local.wired_environment, var.settings)

@@ -318,6 +318,26 @@ variable "settings" {
   }
 }
 
+variable "archive" {
+  description = "The archive (modules/archive) the consumer writes claim-check payloads to: a final envelope too large for the retry-exhausted queue goes whole to `<prefix>payloads/` in this bucket and the queue gets a pointer with its reason (no terminal message without its reason). `bucket_arn` and `prefix` are modules/archive's outputs; `kms_key_arn` the bucket's key when SSE-KMS. null: such a message goes framed (the original with a summary header) or, when not even that fits, as it came."
+  type = object({
+    bucket_arn  = string
+    prefix      = optional(string, "serverless-retry/")
+    kms_key_arn = optional(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.archive == null || can(regex("^arn:aws[a-z-]*:s3:::[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.archive.bucket_arn))
+    error_message = "archive.bucket_arn must be an S3 bucket ARN (arn:aws:s3:::<bucket>), e.g. modules/archive's bucket_arn output."
+  }
+
+  validation {
+    condition     = var.archive == null ? true : (var.archive.prefix == "" || (endswith(var.archive.prefix, "/") && !startswith(var.archive.prefix, "/")))
+    error_message = "archive.prefix must be empty or end in \"/\" without a leading \"/\" (modules/archive's prefix output)."
+  }
+}
+
 variable "batch_size" {
   description = "Records per invocation. Above 10 needs a batching window."
   type        = number

@@ -107,6 +107,7 @@ module "consumer" {
   log_level                       = var.log_level
   environment                     = var.environment
   settings                        = var.settings
+  archive                         = var.archive
   batch_size                      = var.batch_size
   maximum_batching_window_seconds = var.maximum_batching_window_seconds
   maximum_concurrency             = var.maximum_concurrency

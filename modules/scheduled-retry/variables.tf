@@ -230,6 +230,16 @@ variable "environment" {
   nullable    = false
 }
 
+variable "archive" {
+  description = "The archive (modules/archive) for claim-check payloads: a final envelope too large for the retry-exhausted queue goes whole to `<prefix>payloads/` and the queue gets a pointer with its reason (modules/consumer's `archive`). null: framed instead."
+  type = object({
+    bucket_arn  = string
+    prefix      = optional(string, "serverless-retry/")
+    kms_key_arn = optional(string)
+  })
+  default = null
+}
+
 variable "settings" {
   description = "For composing modules (e.g. modules/stream-retry), not for your processor: SERVERLESS_RETRY_* settings of the built-in handlers that the consumer does not wire itself, merged last into its environment (modules/consumer's `settings`)."
   type        = map(string)

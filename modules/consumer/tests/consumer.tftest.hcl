@@ -332,6 +332,51 @@ run "idempotency_table" {
   }
 }
 
+run "archive_for_claim_check_payloads" {
+  command = plan
+
+  variables {
+    archive = {
+      bucket_arn  = "arn:aws:s3:::orders-archive"
+      kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    }
+  }
+
+  assert {
+    condition     = module.function.function.environment[0].variables["SERVERLESS_RETRY_ARCHIVE_BUCKET"] == "orders-archive" && module.function.function.environment[0].variables["SERVERLESS_RETRY_ARCHIVE_PREFIX"] == "serverless-retry/"
+    error_message = "The handler gets the archive's bucket name and prefix."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.payloads.statement[0].actions == toset(["s3:PutObject"]) && data.aws_iam_policy_document.payloads.statement[0].resources == toset(["arn:aws:s3:::orders-archive/serverless-retry/payloads/*"])
+    error_message = "PutObject only, on the archive's payloads/ prefix only."
+  }
+
+  assert {
+    condition     = data.aws_iam_policy_document.payloads.statement[1].actions == toset(["kms:GenerateDataKey"]) && data.aws_iam_policy_document.payloads.statement[1].resources == toset([var.archive.kms_key_arn])
+    error_message = "The bucket's key for writing only, through S3."
+  }
+}
+
+run "no_archive_no_payload_grant" {
+  command = plan
+
+  assert {
+    condition     = length(data.aws_iam_policy_document.payloads.statement) == 0 && !contains(keys(module.function.function.environment[0].variables), "SERVERLESS_RETRY_ARCHIVE_BUCKET")
+    error_message = "Without an archive the consumer gets no S3 permission and no archive setting."
+  }
+}
+
+run "archive_bucket_must_be_an_s3_arn" {
+  command = plan
+
+  variables {
+    archive = { bucket_arn = "orders-archive" }
+  }
+
+  expect_failures = [var.archive]
+}
+
 run "claims_table_created_by_default" {
   command = plan
 
