@@ -19,13 +19,15 @@ FLOORS = {
             "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
             "selfheal.config", "payload_pointer",
+            "streams.records", "streams.dynamodb_json", "streams.stream_message", "streams.reader",
+            "streams.adapter", "streams.settings", "streams.__init__", "archive.record", "archive.settings",
         ],
         CORE,
     ),
     **dict.fromkeys(
         [
             "aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function",
-            "idempotent_processor", "batch_state", "payload_store",
+            "idempotent_processor", "batch_state", "payload_store", "archive.store", "archive.metrics",
         ],
         EDGE,
     ),
@@ -33,17 +35,20 @@ FLOORS = {
         [
             "consumer", "admission", "record_gate", "final_copies", "retry_copies", "batch_response",
             "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
-            "selfheal.reinvoke",
+            "selfheal.reinvoke", "streams.handoff", "streams.consumer", "archive.archiver",
         ],
         ORCHESTRATION,
     ),
     **dict.fromkeys(
-        ["handlers.consumer", "handlers.enrichment", "handlers.redrive", "handlers.redrive_queue", "batch"],
+        [
+            "handlers.consumer", "handlers.enrichment", "handlers.redrive", "handlers.redrive_queue", "batch",
+            "handlers.stream", "handlers.archive",
+        ],
         ENTRY,
     ),
 }  # fmt: skip
 # The public API and the helpers for users' own tests may import from any floor.
-OUTSIDE_FLOORS = {"__init__", "selfheal.__init__", "handlers.__init__", "testing"}
+OUTSIDE_FLOORS = {"__init__", "selfheal.__init__", "handlers.__init__", "testing", "archive.__init__"}
 AWS_LIBRARIES = ("boto3", "botocore", "aws_lambda_powertools")
 # The one Powertools import the core may make: Message.sqs_record hands the processor Powertools'
 # SQSRecord, a plain dict wrapper (no AWS call, no decision), imported on first read only.

@@ -20,6 +20,7 @@ SCHEDULER = {
     "SERVERLESS_RETRY_SCHEDULER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/orders-scheduler",
     "SERVERLESS_RETRY_DLQ_ARN": f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-schedule-dlq",
 }
+EXHAUSTED_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-exhausted"
 # Every handler: the core every one of them runs (settings, envelope, errors, the clock).
 COMMON = {
     "serverless_retry",
@@ -74,6 +75,77 @@ CASES = {
             "serverless_retry.retry_copies",
             "serverless_retry.terminal",
             "serverless_retry.verdicts",
+        },
+    ),
+    # The stream consumer: the scheduled-retry consumer it hands retries to, and the streams package.
+    "stream": (
+        {
+            "SERVERLESS_RETRY_PROCESSOR": "orders_processor:process",
+            "SERVERLESS_RETRY_POLICY": POLICY,
+            "SERVERLESS_RETRY_QUEUE_URL": f"{QUEUES}/orders",
+            "SERVERLESS_RETRY_QUEUE_ARN": f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders",
+            "SERVERLESS_RETRY_EXHAUSTED_QUEUE_URL": EXHAUSTED,
+            **SCHEDULER,
+        },
+        COMMON
+        | POLICY_MODULES
+        | {
+            "serverless_retry.async_processor",
+            "serverless_retry.batch_response",
+            "serverless_retry.batch_state",
+            "serverless_retry.config",
+            "serverless_retry.consumer",
+            "serverless_retry.delivery",
+            "serverless_retry.final_copies",
+            "serverless_retry.handlers.stream",
+            "serverless_retry.idempotent_processor",
+            "serverless_retry.message",
+            "serverless_retry.observability",
+            "serverless_retry.planning",
+            "serverless_retry.record_gate",
+            "serverless_retry.record_reader",
+            "serverless_retry.records",
+            "serverless_retry.retry_copies",
+            "serverless_retry.streams",
+            "serverless_retry.streams.adapter",
+            "serverless_retry.streams.consumer",
+            "serverless_retry.streams.dynamodb_json",
+            "serverless_retry.streams.handoff",
+            "serverless_retry.streams.reader",
+            "serverless_retry.streams.records",
+            "serverless_retry.streams.settings",
+            "serverless_retry.streams.stream_message",
+            "serverless_retry.terminal",
+            "serverless_retry.verdicts",
+        },
+    ),
+    # The archiver: terminal forms, claim-check payloads (a pointer is read through), the S3 store.
+    "archive": (
+        {
+            "SERVERLESS_RETRY_ARCHIVE_BUCKET": "orders-archive",
+            "SERVERLESS_RETRY_ARCHIVE_SOURCES": json.dumps(
+                {
+                    EXHAUSTED_ARN: {
+                        "place": "exhausted",
+                        "source_queue_arn": f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders",
+                        "deployment": "orders",
+                    }
+                }
+            ),
+        },
+        COMMON
+        | {
+            "serverless_retry.archive",
+            "serverless_retry.archive.archiver",
+            "serverless_retry.archive.metrics",
+            "serverless_retry.archive.record",
+            "serverless_retry.archive.settings",
+            "serverless_retry.archive.store",
+            "serverless_retry.handlers.archive",
+            "serverless_retry.observability",
+            "serverless_retry.payload_pointer",
+            "serverless_retry.payload_store",
+            "serverless_retry.terminal",
         },
     ),
     "enrichment": (
