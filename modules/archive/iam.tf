@@ -33,6 +33,16 @@ data "aws_iam_policy_document" "write" {
   }
 }
 
+# Concern: claim checks. A pointer's payload (the consumer wrote it under <prefix>payloads/) is read
+# before its record is written, so the record holds the whole original a redrive sends.
+data "aws_iam_policy_document" "payloads" {
+  statement {
+    sid       = "ReadClaimCheckPayloads"
+    actions   = ["s3:GetObject"]
+    resources = [local.payload_objects]
+  }
+}
+
 # Concern: the keys. An SSE-KMS bucket needs GenerateDataKey for a PUT (Decrypt only for multipart
 # uploads, which the archiver does not make, but S3's guide lists both for uploads); an SSE-KMS
 # queue needs Decrypt to receive.
@@ -60,6 +70,7 @@ data "aws_iam_policy_document" "archiver" {
   source_policy_documents = [
     data.aws_iam_policy_document.drain.json,
     data.aws_iam_policy_document.write.json,
+    data.aws_iam_policy_document.payloads.json,
     data.aws_iam_policy_document.kms.json,
   ]
 }
@@ -88,6 +99,13 @@ data "aws_iam_policy_document" "operator_records" {
     actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
     resources = [local.dead_objects]
   }
+
+  # A queue redrive or inspect reads a claim-check pointer through to its payload.
+  statement {
+    sid       = "ReadClaimCheckPayloads"
+    actions   = ["s3:GetObject"]
+    resources = [local.payload_objects]
+  }
 }
 
 # Concern: sending a redriven message back where it came from, and the keys on the way. The CLI turns
@@ -97,8 +115,9 @@ data "aws_iam_policy_document" "operator_redrive" {
   dynamic "statement" {
     for_each = length(local.redrive_targets) == 0 ? [] : [local.redrive_targets]
     content {
-      sid       = "RedriveToSourceQueues"
-      actions   = ["sqs:GetQueueUrl", "sqs:SendMessage"]
+      sid = "RedriveToSourceQueues"
+      # GetQueueAttributes: the destination's MaximumMessageSize, so an envelope that fits keeps its history.
+      actions   = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
       resources = statement.value
     }
   }

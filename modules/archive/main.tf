@@ -15,10 +15,11 @@ locals {
   made_bucket   = "${var.name}-archive-${data.aws_caller_identity.current.account_id}-${data.aws_region.current.name}"
   bucket_name   = local.create_bucket ? local.made_bucket : var.bucket.name
   # A bucket's ARN is its name in the partition (no region, no account), so it is known at plan time.
-  bucket_arn   = local.create_bucket ? "arn:${local.partition}:s3:::${local.made_bucket}" : coalesce(var.bucket.arn, "arn:${local.partition}:s3:::${var.bucket.name}")
-  bucket_key   = local.create_bucket ? var.kms_key_arn : try(var.bucket.kms_key_arn, null)
-  dead_prefix  = "${var.prefix}dead/"
-  dead_objects = "${local.bucket_arn}/${local.dead_prefix}*"
+  bucket_arn      = local.create_bucket ? "arn:${local.partition}:s3:::${local.made_bucket}" : coalesce(var.bucket.arn, "arn:${local.partition}:s3:::${var.bucket.name}")
+  bucket_key      = local.create_bucket ? var.kms_key_arn : try(var.bucket.kms_key_arn, null)
+  dead_prefix     = "${var.prefix}dead/"
+  dead_objects    = "${local.bucket_arn}/${local.dead_prefix}*"
+  payload_objects = "${local.bucket_arn}/${var.prefix}payloads/*" # the consumer's claim checks (modules/consumer archive input)
 
   # The mappings by a key known at plan time (queue ARNs may not be), so that reordering sources keeps them.
   sources = { for i, s in var.sources : coalesce(s.key, "${s.place}-${i}") => s }

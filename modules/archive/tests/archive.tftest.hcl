@@ -190,8 +190,13 @@ run "iam_is_scoped_to_the_sources_and_the_dead_prefix" {
         resources  = ["arn:aws:s3:::orders-archive-123456789012-us-east-1/serverless-retry/dead/*"]
         conditions = []
       })
+      ReadClaimCheckPayloads = jsonencode({
+        actions    = ["s3:GetObject"]
+        resources  = ["arn:aws:s3:::orders-archive-123456789012-us-east-1/serverless-retry/payloads/*"]
+        conditions = []
+      })
       RedriveToSourceQueues = jsonencode({
-        actions    = ["sqs:GetQueueUrl", "sqs:SendMessage"]
+        actions    = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
         resources  = ["arn:aws:sqs:us-east-1:123456789012:orders"]
         conditions = []
       })
