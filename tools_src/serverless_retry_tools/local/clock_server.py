@@ -4,7 +4,10 @@ declares its holds on (``POST /_serverless_retry/clock/holds``).
 
 A declaration (JSON): ``{"holder": id, "ttl": real seconds, "queues": {queue ARN: poller ready},
 "schedules": bool, "settled": [{"arn": schedule ARN, "next_due": logical s | null}], "running":
-{invocation token: logical deadline | null}, "release": bool}``; every key but ``holder`` is optional. Runs in the emulator child only (it imports moto).
+{invocation token: logical deadline | null}, "release": bool}``; every key but ``holder`` is optional. ``POST /_serverless_retry/clock/advance``
+``{"seconds": N}`` jumps logical time N seconds forward, never past what the clock is held for
+(:meth:`HeldClock.advance`), and answers the clock as it then stands. Runs in the emulator child only
+(it imports moto).
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from typing import Any
 
 from serverless_retry_tools.local.clock_holds import DEFAULT_TTL_SECONDS, ClockHolds
 from serverless_retry_tools.local.held_clock import HeldClock
-from serverless_retry_tools.local.logical_time import receivable_due
+from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, receivable_due
 from serverless_retry_tools.local.patching import Undo
 from serverless_retry_tools.local.schedules import parse_at
 
-__all__ = ["ClockServer"]
+__all__ = ["ADVANCE_ROUTE", "ClockServer"]
+
+# Where an operator's command or a test jumps logical time forward (``{"seconds": N}``).
+ADVANCE_ROUTE = f"{CLOCK_ROUTE}/advance"
 
 # How often (real seconds) every watched queue's due is read afresh and the holds checked: catches
 # what no hook sees (a deleted queue, a holder gone).
@@ -164,4 +170,15 @@ class ClockServer:
         )
         if queues:
             self._refresh_queues()
+        return self._standing()
+
+    def advance(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``{"seconds": N}``: jump logical time forward (see the module's docstring). The holds are
+        read afresh first, so a message that fell due in the meantime still stops the jump."""
+        seconds = float(body["seconds"])
+        self._refresh_queues()
+        self.holds.recompute()
+        return {**self._standing(), "now": self.clock.advance(seconds)}
+
+    def _standing(self) -> dict[str, Any]:
         return {"now": self.clock.now(), "cap": None if self.clock.cap == float("inf") else self.clock.cap}

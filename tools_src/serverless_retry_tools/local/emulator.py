@@ -34,12 +34,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from serverless_retry.clock import ScaledClock
 
+from serverless_retry_tools.local.clock_server import ADVANCE_ROUTE
 from serverless_retry_tools.local.held_clock import SharedClock
 
 __all__ = ["ACCOUNT_ID", "FAKE_CREDENTIALS", "Emulator", "EmulatorError"]
@@ -235,6 +237,21 @@ class Emulator:
         if self._clock_file is not None:  # the child removes it, unless it was killed
             self._clock_file.unlink(missing_ok=True)
             self._clock_file = None
+
+    def advance_clock(self, logical_seconds: float) -> float:
+        """Jump the emulator's logical clock ``logical_seconds`` forward at once (e.g. past a queue's
+        retention) and answer the logical now it reached (Unix seconds). Never past a due event the
+        runtime has not dispatched yet: the jump stops there (the answer is less than asked), and
+        another jump goes on once it was dispatched. SQS then runs on the new time: a message past its
+        queue's MessageRetentionPeriod is no longer received (moto's retention is lazy: it keeps and counts the message, but never hands it out)."""
+        request = urllib.request.Request(
+            self.url + ADVANCE_ROUTE,
+            data=json.dumps({"seconds": float(logical_seconds)}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return float(json.loads(response.read())["now"])
 
     def env(self) -> dict[str, str]:
         """Environment for a process that should talk only to this emulator (terraform, handlers)."""

@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from serverless_retry_tools.help_text import plain
-from serverless_retry_tools.local.clock_server import ClockServer
+from serverless_retry_tools.local.clock_server import ADVANCE_ROUTE, ClockServer
 from serverless_retry_tools.local.cloudwatch.agent import install_cloudwatch
 from serverless_retry_tools.local.held_clock import HeldClock
 from serverless_retry_tools.local.logical_time import CLOCK_ROUTE, HOLDS_ROUTE, install_logical_sqs
@@ -58,7 +58,7 @@ def _clock_json(clock: HeldClock) -> dict[str, Any]:
 
 
 def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
-    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, deployed Lambda zips at
+    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, its jumps at ADVANCE_ROUTE, deployed Lambda zips at
     the Code.Location the ``lambda_code_location_unreachable`` patch hands out and layer zips at the
     one of ``lambda_layer_content_unreachable``; everything else goes to moto."""
 
@@ -67,13 +67,14 @@ def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
         if path == CLOCK_ROUTE:
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(_clock_json(clock)).encode()]
-        if path == HOLDS_ROUTE and environ.get("REQUEST_METHOD") == "POST":
+        post = {HOLDS_ROUTE: holds.declare, ADVANCE_ROUTE: holds.advance}.get(path)
+        if post is not None and environ.get("REQUEST_METHOD") == "POST":
             try:
                 length = int(environ.get("CONTENT_LENGTH") or 0)
-                answer = holds.declare(json.loads(environ["wsgi.input"].read(length)))
+                answer = post(json.loads(environ["wsgi.input"].read(length)))
             except (ValueError, KeyError, TypeError) as exc:
                 start_response("400 Bad Request", [("Content-Type", "text/plain")])
-                return [f"bad clock hold declaration: {exc!r}".encode()]
+                return [f"bad request to {path}: {exc!r}".encode()]
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(answer).encode()]
         if path.startswith(LAYER_ROUTE + "/"):

@@ -110,6 +110,28 @@ class HeldClock:
                 self._state = (anchor_real, anchor_logical, new_cap)
             self._publish()
 
+    def advance(self, logical_seconds: float) -> float:
+        """Jump the line ``logical_seconds`` forward at once (a holiday, a retention period) and answer
+        the logical now it reached. Never past the cap: a due event not dispatched yet stops the jump
+        at its instant, so nothing the runtime has still to do is skipped; jump again once it was
+        dispatched. moto's SQS reads this clock for retention too, but lazily: a receive no longer
+        returns an expired message, yet moto keeps it and GetQueueAttributes still counts it (as in
+        flight once a receive passed over it), where AWS would have deleted it."""
+        if not (logical_seconds >= 0 and math.isfinite(logical_seconds)):
+            raise ValueError(
+                f"the clock only moves forward: advance by a finite >= 0, got {logical_seconds!r}"
+            )
+        with self._lock:
+            real = self._real()
+            anchor_real, anchor_logical, cap = self._state
+            line = anchor_logical + (real - anchor_real) * self.scale
+            value = min(line, cap)
+            reached = min(value + logical_seconds, cap)
+            if reached > value:  # re-anchored where it now stands: continuous from there
+                self._state = (real, reached, cap)
+                self._publish()
+            return reached
+
     def _publish(self) -> None:
         if self._map is None:
             return
