@@ -345,7 +345,7 @@ def test_a_forged_event_goes_to_the_exhausted_queue(mutate: Any) -> None:
 
 
 def test_an_event_too_large_to_invoke_is_exhausted_not_lost() -> None:
-    event = event_of(destination_record({"blob": "x" * 262_000}))
+    event = event_of(destination_record({"blob": "x" * 1_048_576}))
     body = exhausted_body(plan_redrive(event, SETTINGS, NOW))
     assert body["outcome"] == "too-large-to-retry"
 

@@ -16,8 +16,14 @@ Per record (``plan_batch``, pure):
 4. fits, but not in what is left of this batch's request -> ``deferred``: re-sent unchanged to the
    failure queue (a later batch carries it) and left out. The first event of a batch always fits.
 
-Why the enrichment may raise: only when one of those SQS sends fails. The pipe then fails the whole
-batch, which returns to the failure queue (its DLQ after maxReceiveCount): nothing is dropped, and
+Records in S3 (a source whose on-failure destination is a bucket): the failure queue holds the
+bucket's S3 notification instead; ``Enricher`` reads the record it names (``selfheal.stored``) and the
+detail gets a ``payload_ref``. One that does not fit a bus event goes with the pointer and a null
+payload (step 2 then never reaches ``too_large``); S3's test event is skipped; an object gone or not a
+record is an ``InvalidFailureRecord`` with the reason; any other GetObject error raises, as below.
+
+Why the enrichment may raise: only when one of those SQS sends (or a GetObject) fails. The pipe then
+fails the whole batch, which returns to the failure queue (its DLQ after maxReceiveCount): nothing is dropped, and
 since nothing reached the bus, a retry of the batch adds no duplicate event.
 """
 
@@ -33,7 +39,15 @@ from typing import TYPE_CHECKING, Any, cast
 from serverless_retry.envelope import fits, sqs_message_size
 from serverless_retry.selfheal.function import SelfHealingFunction
 from serverless_retry.selfheal.metrics import emit
-from serverless_retry.selfheal.records import failure_detail
+from serverless_retry.selfheal.records import failure_detail, invalid_detail
+from serverless_retry.selfheal.stored import (
+    RecordChanged,
+    RecordGone,
+    StoredRecord,
+    is_s3_test_event,
+    read_record,
+    s3_objects,
+)
 from serverless_retry.selfheal.types import (
     BUS_DETAIL_TYPE,
     BUS_SOURCE,
@@ -51,6 +65,7 @@ __all__ = [
     "BatchPlan",
     "Enricher",
     "Limits",
+    "Resolved",
     "detail_bytes",
     "entry_bytes",
     "fit",
@@ -108,7 +123,7 @@ def fit(detail: FailureDetail, limit: int) -> tuple[FailureDetail, int] | None:
         if name not in trimmed:
             trimmed.append(name)
         meta["trimmed"] = trimmed
-        candidate: FailureDetail = {"payload": detail["payload"], "meta": meta}  # type: ignore[typeddict-item]
+        candidate: FailureDetail = {**detail, "meta": meta}  # type: ignore[typeddict-item]
         size = detail_bytes(candidate)
         if size <= limit:
             return candidate, size
@@ -120,20 +135,60 @@ class BatchPlan:
     events: list[FailureDetail] = field(default_factory=list)
     too_large: list[tuple[Mapping[str, Any], FailureDetail]] = field(default_factory=list)
     deferred: list[Mapping[str, Any]] = field(default_factory=list)
+    skipped: int = 0  # S3's test events: no record behind them
 
 
-def plan_batch(records: Sequence[Any], now: datetime, limits: Limits) -> BatchPlan:
+@dataclass(frozen=True)
+class Resolved:
+    """How one pipe record is read: its body is the record (the default), or it is an S3 notification
+    of a record Lambda wrote to S3 (``stored``), of none (``skip``: S3's test event), or of one that
+    cannot be read (``problem``: an InvalidFailureRecord saying why)."""
+
+    stored: StoredRecord | None = None
+    skip: bool = False
+    problem: str = ""
+
+
+_AS_IS = Resolved()
+
+
+def _detail(record: Any, how: Resolved, now: datetime) -> FailureDetail:
+    if how.problem:
+        body = record.get("body") if isinstance(record, Mapping) else record
+        return invalid_detail(record if isinstance(record, Mapping) else {}, body, how.problem, now)
+    if how.stored is None:
+        return failure_detail(record, now)
+    detail = failure_detail({**record, "body": how.stored.text}, now)
+    detail["payload_ref"] = how.stored.ref
+    return detail
+
+
+def _fit_or_point(detail: FailureDetail, limit: int) -> tuple[FailureDetail, int] | None:
+    """``fit``; a record read from S3 that does not fit goes with its pointer and no inline payload."""
+    fitted = fit(detail, limit)
+    if fitted is None and "payload_ref" in detail:
+        fitted = fit({**detail, "payload": None}, limit)
+    return fitted
+
+
+def plan_batch(
+    records: Sequence[Any], now: datetime, limits: Limits, resolved: Sequence[Resolved] | None = None
+) -> BatchPlan:
     """Where each record goes: the output (in order), the exhausted queue, or back to the failure queue."""
     plan = BatchPlan()
     remaining = PUTEVENTS_MAX_BYTES - 1
-    for record in records:
-        detail = failure_detail(record, now)
-        fitted = fit(detail, limits.detail_max)
+    for index, record in enumerate(records):
+        how = resolved[index] if resolved is not None else _AS_IS
+        if how.skip:
+            plan.skipped += 1
+            continue
+        detail = _detail(record, how, now)
+        fitted = _fit_or_point(detail, limits.detail_max)
         if fitted is None:
             plan.too_large.append((record if isinstance(record, Mapping) else {}, detail))
             continue
         if entry_bytes(fitted[1]) > remaining:
-            fitted = fit(fitted[0], remaining - _ENTRY_OVERHEAD)
+            fitted = _fit_or_point(fitted[0], remaining - _ENTRY_OVERHEAD)
             if fitted is None:
                 plan.deferred.append(record)
                 continue
@@ -154,7 +209,7 @@ def too_large_message(
     )
     stripped = {**detail["meta"], "stack_trace": [], "response": None}
     stripped["trimmed"] = sorted({*detail["meta"]["trimmed"], "stack_trace", "response"})
-    candidates = [detail, cast(FailureDetail, {"payload": detail["payload"], "meta": stripped})]
+    candidates = [detail, cast(FailureDetail, {**detail, "meta": stripped})]
     for candidate in candidates:
         body: ExhaustedRecord = {"outcome": "too-large-for-bus", "reason": reason, "detail": candidate}
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
@@ -192,7 +247,7 @@ class Enricher(SelfHealingFunction["EnrichmentSettings"]):
 
     def __call__(self, event: Any) -> list[FailureDetail]:
         records: Sequence[Any] = event if isinstance(event, list) else [event]
-        plan = plan_batch(records, self.clock.now(), self.limits)
+        plan = plan_batch(records, self.clock.now(), self.limits, [self._resolve(r) for r in records])
         for record, detail in plan.too_large:
             body, attributes = too_large_message(record, detail, self.settings.exhausted_max_bytes)
             self._send(self.settings.exhausted_queue_url, body, attributes, record, "too-large-for-bus")
@@ -203,12 +258,43 @@ class Enricher(SelfHealingFunction["EnrichmentSettings"]):
             "InvalidFailureRecord": sum(1 for d in plan.events if d["meta"]["problem"]),
             "TooLargeForBus": len(plan.too_large),
             "DeferredRecords": len(plan.deferred),
+            "S3TestEvents": plan.skipped,
         }
         self.logger.info("pipe batch enriched", extra={"events": len(plan.events), **counts})
         for name, value in counts.items():
             if value or name == "FailureRecords":
                 emit(name, value, self.logger)
         return plan.events
+
+    def _resolve(self, record: Any) -> Resolved:
+        """Whether ``record`` is an S3 notification, and then the record it names, read from S3."""
+        body = record.get("body") if isinstance(record, Mapping) else None
+        try:
+            document = json.loads(body) if isinstance(body, str) else None
+        except ValueError:
+            return _AS_IS  # failure_detail says why it cannot be read
+        if is_s3_test_event(document):
+            return Resolved(skip=True)
+        objects = s3_objects(document)
+        if objects is None:
+            return _AS_IS
+        if len(objects) != 1:
+            return Resolved(problem=f"an S3 notification of {len(objects)} objects; S3 sends one a message")
+        try:
+            return Resolved(stored=read_record(self.clients.s3, objects[0]))
+        except (RecordGone, RecordChanged) as exc:
+            self.logger.error("failure record in S3 cannot be read", extra={"problem": str(exc)})
+            return Resolved(problem=str(exc))
+        except Exception as exc:
+            # Throttling, access, a network fault: the whole batch returns to the failure queue and is
+            # read again (its DLQ after maxReceiveCount); nothing reached the bus yet.
+            self.logger.error(
+                "GetObject failed; the pipe batch fails and returns to the failure queue",
+                extra={"message_id": record.get("messageId"), "error": f"{type(exc).__name__}: {exc}"},
+            )
+            raise EnrichmentDeliveryError(
+                f"GetObject s3://{objects[0].bucket}/{objects[0].key} failed: {exc}"
+            ) from exc
 
     def _send(
         self, queue_url: str, body: str, attributes: dict[str, Any], record: Mapping[str, Any], why: str

@@ -22,7 +22,7 @@ from serverless_retry.selfheal.types import (
     FailureMeta,
 )
 
-__all__ = ["failure_detail", "record_time"]
+__all__ = ["failure_detail", "invalid_detail", "record_time"]
 
 _ERROR_KEYS = ("errorType", "errorMessage", "stackTrace", "requestId")
 _NOT_FAILURES = ("Success",)
@@ -92,6 +92,11 @@ def _invalid(record: Mapping[str, Any], raw: Any, problem: str, now: datetime, *
     )
     meta["error_type"] = ERROR_INVALID_RECORD
     return {"payload": raw, "meta": meta}
+
+
+def invalid_detail(record: Mapping[str, Any], raw: Any, problem: str, now: datetime) -> FailureDetail:
+    """An ``InvalidFailureRecord`` detail for a pipe record read some other way (an S3 notification)."""
+    return _invalid(record, raw, problem, now)
 
 
 def _error_fields(response: Any) -> tuple[str, str, list[str], Any]:

@@ -20,7 +20,7 @@ import functools
 import json
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -39,6 +39,7 @@ from serverless_retry.selfheal.config import RedriveSettings, Source
 from serverless_retry.selfheal.function import SelfHealingFunction
 from serverless_retry.selfheal.metrics import emit
 from serverless_retry.selfheal.state import attach, encode_state
+from serverless_retry.selfheal.stored import RecordChanged, RecordGone, payload_of
 from serverless_retry.selfheal.types import (
     ALWAYS_EXHAUSTED_ERROR_TYPES,
     ASYNC_INVOKE_MAX_BYTES,
@@ -270,8 +271,21 @@ def _schedule_key(meta: Mapping[str, Any], to_topic: bool) -> str:
     return meta["retry_id"] if to_topic else f"{meta['function_name']}/{meta['retry_id']}"
 
 
-def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datetime) -> RedrivePlan:
-    """What to do with one retry-rule event. ``now`` only places a schedule in time (never decides)."""
+def _inline(detail: Mapping[str, Any]) -> Any:
+    return detail["payload"]
+
+
+def plan_redrive(
+    event: Mapping[str, Any],
+    settings: RedriveSettings,
+    now: datetime,
+    payload_source: Callable[[Mapping[str, Any]], Any] = _inline,
+) -> RedrivePlan:
+    """What to do with one retry-rule event. ``now`` only places a schedule in time (never decides).
+
+    ``payload_source`` gives the event to deliver again, asked only when there is one to deliver: the detail's
+    own by default; the Redriver's reads a detail with a ``payload_ref`` and no inline payload from S3.
+    An exhausted plan carries the detail as it came (the pointer, not the payload)."""
     detail = event.get("detail") if isinstance(event, Mapping) else None
     try:
         meta = _meta(detail)
@@ -311,7 +325,7 @@ def plan_redrive(event: Mapping[str, Any], settings: RedriveSettings, now: datet
         "previous_delay_seconds": delay,
     }
     reason = decision.reason
-    payload = detail["payload"]  # type: ignore[index]
+    payload = payload_source(detail)  # type: ignore[arg-type]
     publish: dict[str, Any] | None = None
     if (
         settings.redrive_to == "topic"
@@ -389,7 +403,7 @@ class Redriver(SelfHealingFunction[RedriveSettings]):
     """``redriver(event)`` carries out the plan for one retry-rule event; raises when the call fails."""
 
     def __call__(self, event: Mapping[str, Any]) -> RedrivePlan:
-        plan = plan_redrive(event, self.settings, self.clock.now())
+        plan = plan_redrive(event, self.settings, self.clock.now(), self._payload)
         log: dict[str, Any] = plan.summary()
         if plan.invoke is not None:
             response = self.clients.lambda_.invoke(**plan.invoke)
@@ -414,3 +428,18 @@ class Redriver(SelfHealingFunction[RedriveSettings]):
             self.logger.info("event redriven", extra=log)
             emit("Redriven", 1, self.logger, {"via": plan.action})
         return plan
+
+    def _payload(self, detail: Mapping[str, Any]) -> Any:
+        """The inline payload, else the one its record in S3 holds. A record gone or changed raises:
+        Lambda retries this invocation, then keeps the event in the redrive's on-failure destination."""
+        ref = detail.get("payload_ref")
+        if detail.get("payload") is not None or not isinstance(ref, Mapping):
+            return detail["payload"]
+        try:
+            return payload_of(self.clients.s3, ref)
+        except (RecordGone, RecordChanged) as exc:
+            self.logger.error(
+                "payload cannot be read back from S3; not redriven", extra={"problem": str(exc)}
+            )
+            emit("PayloadUnreadable", 1, self.logger)
+            raise

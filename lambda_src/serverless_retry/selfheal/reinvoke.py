@@ -97,6 +97,12 @@ def reinvocation(detail: FailureDetail, *, fresh: bool, function: str | None = N
             note = f"attempt {state['attempt'] - 1} is the last one retry state can carry: sent as it first arrived"
             state = None
     payload = detail["payload"]
+    ref = detail.get("payload_ref")
+    if payload is None and isinstance(ref, Mapping):
+        raise NotReinvocable(
+            f"the payload is in S3 (s3://{ref.get('bucket')}/{ref.get('key')}), not in the message: the "
+            "pattern's own redrive reads it from there; this one does not"
+        )
     try:
         event = payload if state is None else attach(payload, source_type, state)
     except (KeyError, IndexError, TypeError):

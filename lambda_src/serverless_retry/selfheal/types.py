@@ -34,12 +34,14 @@ __all__ = [
     "ERROR_INVALID_RECORD",
     "ERROR_MISSING_TYPE",
     "RETRY_STATE_KEY",
+    "S3_RECORD_PREFIX",
     "BusEvent",
     "DestinationRecord",
     "ExhaustedOutcome",
     "ExhaustedRecord",
     "FailureDetail",
     "FailureMeta",
+    "PayloadRef",
     "PipeRecord",
     "RedriveTo",
     "RetryState",
@@ -60,9 +62,15 @@ ERROR_INVALID_RECORD = "InvalidFailureRecord"  # the failure queue held somethin
 ERROR_MISSING_TYPE = "MissingErrorType"  # the record names no error type (e.g. EventAgeExceeded, a crash)
 ALWAYS_EXHAUSTED_ERROR_TYPES: tuple[str, ...] = (ERROR_INVALID_RECORD, ERROR_MISSING_TYPE)
 
-# Lambda's async Invoke accepted 256 KiB for years (1 MB in newer documentation); everything that
-# reaches the redrive came through a bus entry under 256 KiB with room for the retry state to spare.
-ASYNC_INVOKE_MAX_BYTES = 262_144
+# Lambda's async Invoke takes 1 MB (1,048,576 bytes) since October 2025 (256 KB before): a payload the
+# redrive read back from S3 (``PayloadRef``) may be that large.
+ASYNC_INVOKE_MAX_BYTES = 1_048_576
+
+# --- failure records in S3 ---------------------------------------------------------------------------
+# A source whose on-failure destination is an S3 bucket: Lambda writes each invocation record as one
+# JSON object under this fixed prefix (aws/lambda/async/<function-name>/YYYY/MM/DD/YYYY-MM-DDTHH.MM.SS-
+# <uuid>), and the bucket's ObjectCreated notification puts a small S3 event on the failure queue.
+S3_RECORD_PREFIX = "aws/lambda/async/"
 
 # --- retry state (metadata only, never inside the business payload) ----------------------------------
 # SNS: a message attribute of this name; EventBridge: a top-level key of this name outside "detail";
@@ -180,9 +188,20 @@ class FailureMeta(TypedDict):
     problem: str  # why ERROR_INVALID_RECORD; "" otherwise
 
 
+class PayloadRef(TypedDict):
+    """Where a failure record Lambda wrote to S3 is: the redrive reads the payload back through it."""
+
+    bucket: str
+    key: str
+    size: int  # the object's bytes
+    sha256: str  # hex digest of the object's bytes, as the enrichment read them
+
+
 class FailureDetail(TypedDict):
-    payload: Any  # the event exactly as it first arrived; for ERROR_INVALID_RECORD the raw SQS body
+    payload: Any  # the event exactly as it first arrived; for ERROR_INVALID_RECORD the raw SQS body;
+    # null when payload_ref carries it (too large for a bus event)
     meta: FailureMeta
+    payload_ref: NotRequired[PayloadRef]  # the record was read from S3: where (always set for those)
 
 
 # The EventBridge event a retry rule hands the redrive function ("detail-type" is no identifier).
