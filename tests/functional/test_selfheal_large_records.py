@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -32,6 +33,7 @@ from tests.functional.test_selfheal_handlers import (  # noqa: F401 (stack is a 
     stack,
 )
 from tests.selfheal_corpus import REINDEX_ARN, bus_event, destination_record, pipe_record
+from tests.unit.test_local_async_runner import FakeFunctions, FakeRuntime, failed, queued, runner
 
 BUCKET = "orders-self-healing-failure-records"
 KEY = "aws/lambda/async/reindex-fn/2026/11/30/2026-11-30T10.00.04-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
@@ -177,3 +179,26 @@ def test_s3_test_events_are_skipped(world: World) -> None:
     world.store({"id": 1})
     events = world.enricher([pipe_record(test_event, "m-test"), pipe_record(s3_event(), "m-s3")])
     assert [e["meta"]["failure_message_id"] for e in events] == ["m-s3"]
+
+
+# --- the emulator's async path: S3 destinations, and records too large for a queue ------------------
+
+
+def test_the_emulator_writes_a_failure_record_to_an_s3_destination_as_lambda_does() -> None:
+    config = {
+        "MaximumRetryAttempts": 0,
+        "DestinationConfig": {"OnFailure": {"Destination": f"arn:aws:s3:::{BUCKET}"}},
+    }
+    rt = FakeRuntime(FakeFunctions([failed()]), config)
+    payload = json.dumps(LARGE)
+    runner(rt).handle(queued(payload=payload))
+    [(operation, params)] = rt.calls
+    assert (operation, params["Bucket"]) == ("put_object", BUCKET)
+    # aws/lambda/async/<function-name>/YYYY/MM/DD/YYYY-MM-DDTHH.MM.SS-<random UUID>
+    assert re.fullmatch(
+        r"aws/lambda/async/fn/2026/11/30/2026-11-30T10\.00\.00-[0-9a-f-]{36}", params["Key"]
+    ), params["Key"]
+    record = json.loads(params["Body"])
+    assert record["requestPayload"] == LARGE
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert [k for k, _ in rt.events][-1] == "destination"

@@ -211,7 +211,9 @@ def test_a_fifo_destination_is_a_lost_record_and_said_so() -> None:
     config = {"MaximumRetryAttempts": 0, "DestinationConfig": {"OnFailure": {"Destination": fifo}}}
     rt = FakeRuntime(FakeFunctions([failed()]), config)
     runner(rt).handle(queued())
-    assert rt.calls == []
+    assert [(op, kw["MetricData"][0]["MetricName"]) for op, kw in rt.calls] == [
+        ("put_metric_data", "DestinationDeliveryFailures")
+    ]
     kinds = [k for k, _ in rt.events]
     assert "destination-failed" in kinds
     assert "warning" in kinds

@@ -18,7 +18,8 @@ event invoke configuration (GetFunctionEventInvokeConfig) when the event's turn 
 Nothing is lost on our side: the next attempt or the destination record is sent *before* the queued
 message is deleted (a crash in between repeats the step: at least once, as Lambda). What AWS loses,
 the runner loses too, with a ``destination-failed`` event saying why (a FIFO queue or topic, a record
-too large: Lambda's DestinationDeliveryFailures). Several invocations run at once (different
+too large for the queue) and Lambda's DestinationDeliveryFailures metric. An S3 destination gets the
+record as an object under ``aws/lambda/async/<function-name>/``, as Lambda writes it. Several invocations run at once (different
 functions in parallel, and one function's up to its concurrency cap, each in a worker of its own: see
 :mod:`serverless_retry_tools.local.functions`).
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +49,8 @@ from serverless_retry_tools.local.lambda_async import (
     error_payload,
     eventbridge_entry,
     on_pickup,
+    s3_bucket_of,
+    s3_destination_key,
     sns_destination_message,
 )
 from serverless_retry_tools.local.runner_services import RunnerServices
@@ -329,6 +333,7 @@ class AsyncRunner:
                 error=f"{type(exc).__name__}: {exc}",
             )
             self._rt.warn_once(f"destination:{arn}", f"records to destination {arn} are lost: {exc}")
+            self._delivery_failure(queued["function_arn"].rsplit(":", 1)[-1])
             return
         self._rt.emit(
             "destination",
@@ -337,6 +342,26 @@ class AsyncRunner:
             condition=record["requestContext"]["condition"],
             destination=arn,
         )
+
+    def _delivery_failure(self, function: str) -> None:
+        """Lambda's DestinationDeliveryFailures (AWS/Lambda, FunctionName), to the emulator's CloudWatch."""
+        try:
+            self._rt.client("cloudwatch").put_metric_data(
+                Namespace="AWS/Lambda",
+                MetricData=[
+                    {
+                        "MetricName": "DestinationDeliveryFailures",
+                        "Dimensions": [{"Name": "FunctionName", "Value": function}],
+                        "Timestamp": self._rt.clock.now(),
+                        "Value": 1.0,
+                        "Unit": "Count",
+                    }
+                ],
+            )
+        except Exception as exc:  # the destination-failed event still says it
+            self._rt.warn_once(
+                "destination-metric", f"PutMetricData DestinationDeliveryFailures failed: {exc!r}"
+            )
 
     def _send_record(self, arn: str, record: dict[str, Any]) -> None:
         kind = destination_kind(arn)
@@ -354,5 +379,13 @@ class AsyncRunner:
             response = self._rt.client("events").put_events(Entries=[eventbridge_entry(record, bus_arn=arn)])
             if response.get("FailedEntryCount"):
                 raise DestinationError(f"PutEvents refused the record: {response.get('Entries')}")
+        elif kind == "s3":
+            function = record["requestContext"]["functionArn"].split(":")[6]
+            self._rt.client("s3").put_object(
+                Bucket=s3_bucket_of(arn),
+                Key=s3_destination_key(function, self.now_ms(), str(uuid.uuid4())),
+                Body=text.encode(),
+                ContentType="application/json",
+            )
         else:
-            raise DestinationError(f"destination {arn} is not emulated (S3 destinations are not)")
+            raise DestinationError(f"destination {arn} is not emulated")

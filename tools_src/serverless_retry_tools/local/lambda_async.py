@@ -21,7 +21,11 @@ Invoke, PutFunctionEventInvokeConfig and FunctionEventInvokeConfig API reference
   ``lambda``, detail-type ``Lambda Function Invocation Result - Success|Failure``, resources [bus,
   function]); S3 on failure only. A FIFO queue or topic, or a record too large, is a delivery failure
   (the DestinationDeliveryFailures metric): the record is lost. SNS: a record over 256 KB goes
-  without requestPayload and responsePayload ("Lambda will drop the payload").
+  without requestPayload and responsePayload ("Lambda will drop the payload"). SQS: a record over
+  the queue's MaximumMessageSize is refused by SendMessage, a delivery failure.
+- An S3 bucket (on failure only) gets the whole record as one JSON object, key
+  ``aws/lambda/async/<function-name>/YYYY/MM/DD/YYYY-MM-DDTHH.MM.SS-<random UUID>`` (the execution
+  role needs s3:PutObject and s3:ListBucket), so no size limit of a queue applies.
 - The record: ``version`` "1.0", ``timestamp`` (ms, Z), ``requestContext`` {requestId,
   functionArn (qualified), condition (Success / RetriesExhausted / EventAgeExceeded),
   approximateInvokeCount}, ``requestPayload``, and when the function ran ``responseContext``
@@ -61,6 +65,8 @@ __all__ = [
     "eventbridge_entry",
     "format_timestamp",
     "on_pickup",
+    "s3_bucket_of",
+    "s3_destination_key",
     "sns_destination_message",
     "validate_event_invoke_config",
 ]
@@ -74,6 +80,7 @@ MIN_EVENT_AGE_SECONDS = 60
 RETRY_DELAYS_SECONDS = (60, 120)
 MAX_THROTTLE_DELAY_SECONDS = 300
 SNS_DESTINATION_MAX_BYTES = 262_144
+S3_DESTINATION_PREFIX = "aws/lambda/async/"
 EVENTBRIDGE_SOURCE = "lambda"
 _DETAIL_TYPES = {
     True: "Lambda Function Invocation Result - Success",
@@ -318,6 +325,17 @@ def sns_destination_message(record: Mapping[str, Any]) -> str:
         return text
     slim = {k: v for k, v in record.items() if k not in ("requestPayload", "responsePayload")}
     return json.dumps(slim, ensure_ascii=False, separators=(",", ":"))
+
+
+def s3_destination_key(function_name: str, at_ms: int, unique: str) -> str:
+    """Where Lambda's S3 destination writes a record of ``function_name`` delivered at ``at_ms``."""
+    moment = datetime.fromtimestamp(at_ms / 1000, UTC)
+    return f"{S3_DESTINATION_PREFIX}{function_name}/{moment:%Y/%m/%d}/{moment:%Y-%m-%dT%H.%M.%S}-{unique}"
+
+
+def s3_bucket_of(arn: str) -> str:
+    """The bucket an S3 destination ARN (``arn:aws:s3:::<bucket>``) names."""
+    return arn.split(":", 5)[5]
 
 
 def dead_letter_attributes(request_id: str, error_code: str, error_message: str) -> dict[str, dict[str, str]]:
