@@ -791,10 +791,11 @@ def test_patched_create_schedule_in_a_missing_group_is_resource_not_found(patche
 
 def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     names = set(globals())
-    # The self-healing patches (async_patches, events_patches) are tested in test_selfheal_emulator.py.
-    from serverless_retry_tools.local import async_patches, events_patches
+    # The self-healing patches (async_patches, events_patches) are tested in test_selfheal_emulator.py,
+    # the S3 ones in test_s3_patches.py.
+    from serverless_retry_tools.local import async_patches, events_patches, s3_patches
 
-    theirs = {p.name for p in (*async_patches.patches(), *events_patches.patches())}
+    theirs = {p.name for p in (*async_patches.patches(), *events_patches.patches(), *s3_patches.patches())}
     here = [n for n in PATCHES if n not in theirs]
     for patch in here:
         assert patch.startswith(("sqs_", "lambda_", "events_", "scheduler_", "dynamodb_")), patch

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from serverless_retry_tools.local import async_patches, events_patches
+from serverless_retry_tools.local import async_patches, events_patches, s3_patches
 from serverless_retry_tools.local.moto_fidelity import FIDELITY_PATCHES
 from serverless_retry_tools.local.patch_types import Patch, PatchContext
 from serverless_retry_tools.local.patching import Undo, chain, replace
@@ -562,6 +562,7 @@ PATCHES: dict[str, Patch] = {
         *(Patch(name, corrects, install) for name, corrects, install in FIDELITY_PATCHES),
         *async_patches.patches(),
         *events_patches.patches(),
+        *s3_patches.patches(),
     )
 }
 
