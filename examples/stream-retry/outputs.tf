@@ -37,3 +37,16 @@ output "claims_table_name" {
   description = "The claims table: one retry chain per order."
   value       = module.orders.claims_table_name
 }
+
+output "blocking_twin" {
+  description = "With blocking_twin: the twin's stream, function, mapping and queues (null without)."
+  value = var.blocking_twin ? {
+    stream_name                = aws_kinesis_stream.orders_blocking[0].name
+    stream_arn                 = aws_kinesis_stream.orders_blocking[0].arn
+    function_name              = module.orders_blocking[0].function_name
+    event_source_mapping_uuid  = module.orders_blocking[0].event_source_mapping_uuid
+    retry_queue_url            = module.orders_blocking[0].retry_queue_url
+    exhausted_queue_url        = module.orders_blocking[0].exhausted_queue_url
+    on_failure_destination_arn = module.orders_blocking[0].on_failure_destination_arn
+  } : null
+}

@@ -49,6 +49,13 @@ variable "ordering" {
   nullable    = false
 }
 
+variable "blocking_twin" {
+  description = "Also deploy a twin stream `<name>-blocking` and its consumer with ordering `blocking` (Lambda's native behaviour), to compare the two side by side (`serverless-retry demo stream` does)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 variable "package" {
   description = "Path of the example's zip (serverless_retry + stream_example); null uses dist/examples/stream-retry.zip."
   type        = string

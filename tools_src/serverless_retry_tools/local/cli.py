@@ -19,17 +19,21 @@ __all__ = ["demo_defaults", "register"]
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
         "demo",
-        help="run an example (scheduled-retry, self-healing or native-retry) end to end on the local AWS "
-        "emulator",
+        help="run an example (scheduled-retry, self-healing, native-retry or stream) end to end on the "
+        "local AWS emulator",
         description="Apply examples/<example> to a local emulator, send a mixed workload, run the "
         "local runtime until every message is final, account for each one, destroy.",
     )
-    demo.add_argument("--orders", type=int, help="number of orders to send (default 100; native-retry 40)")
+    demo.add_argument(
+        "--orders",
+        type=int,
+        help="number of orders to send (default 100; native-retry 40; stream 200 per stream)",
+    )
     demo.add_argument(
         "--clock-scale",
         type=float,
         help="logical seconds per real second (default 100; self-healing 10, as its pipeline between two "
-        "attempts runs in real time; native-retry 6, so the fix lands well within maxReceiveCount)",
+        "attempts runs in real time; native-retry 6, so the fix lands well within maxReceiveCount; stream 20)",
     )
     demo.add_argument(
         "--function-timeout",
@@ -41,7 +45,8 @@ def register(subparsers: Any) -> None:
     demo.add_argument(
         "--deadline",
         type=float,
-        help="real seconds to wait for every message (default 150; self-healing 240; native-retry 300)",
+        help="real seconds to wait for every message (default 150; self-healing 240; native-retry 300; "
+        "stream 120)",
     )
     demo.add_argument("--seed", type=int, default=7, help="workload seed (default 7)")
     demo.add_argument("--work-dir", help="where logs, state and the accounting go (default: a temp dir)")
@@ -138,6 +143,8 @@ _DEMO_DEFAULTS: dict[str, dict[str, float]] = {
     "scheduled-retry": {"orders": 100, "clock_scale": 100.0, "deadline": 150.0},
     "self-healing": {"clock_scale": 10.0, "deadline": 240.0},
     "native-retry": {"orders": 40, "clock_scale": 6.0, "deadline": 300.0},
+    "stream": {"orders": 200, "clock_scale": 20.0, "deadline": 120.0},
+    "stream-retry": {"orders": 200, "clock_scale": 20.0, "deadline": 120.0},
 }
 
 
@@ -159,6 +166,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from serverless_retry_tools.local.native_demo import native_demo_main
 
         return native_demo_main(args)
+    if args.example in ("stream", "stream-retry"):
+        from serverless_retry_tools.local.stream_demo import stream_demo_main
+
+        return stream_demo_main(args)
     from serverless_retry_tools.local.demo import demo_main
 
     return demo_main(args)
