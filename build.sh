@@ -3,6 +3,8 @@
 #   ./build.sh package   dist/serverless-retry.zip (reproducible)
 #   ./build.sh test      lint, types and the whole test suite
 #   ./build.sh demo      the scheduled-retry flow on the embedded local AWS emulator
+#                        (./build.sh demo self-healing | native-retry | stream: the other patterns;
+#                        stream puts a poison record on a Kinesis shard, ours beside Lambda's blocking)
 #   ./build.sh bench     benchmarks (ratios against a baseline measured in the same run)
 #   ./build.sh test-aws  opt-in tier against real AWS (never in CI): without SERVERLESS_RETRY_AWS_TIER=yes,
 #                        --region and credentials it only explains itself, with time and cost
