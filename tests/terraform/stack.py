@@ -71,6 +71,9 @@ STACKS: tuple[StackSpec, ...] = (
     StackSpec("native-retry", "native_retry_stack", "examples/native-retry/src/native_orders", {"function_timeout": 30, "release": "buggy"}, clock_scale=10.0),
     # Both FIFO orders (modules/scheduled-retry, fifo = true) with the example's processor and zip.
     StackSpec("fifo-retry", "fifo_retry_stack", "examples/scheduled-retry/src/orders_example", directory="tests/terraform/fixtures/fifo-retry", package="scheduled-retry"),
+    # modules/stream-retry with its defaults on a Kinesis stream, its own journaling processor. x10: the
+    # default policy's budget (retries after 10, 20, 40, 80 s, no Scheduler) is 15 real s; 180 s visibility 18.
+    StackSpec("stream-retry", "stream_retry_stack", "tests/integration/fixtures/stream-retry/src/stream_journal", clock_scale=10.0, directory="tests/integration/fixtures/stream-retry", package="stream-retry-journal"),
     # A user's root outside the checkout: modules from a tagged clone, their processor packaged by
     # `serverless-retry package` (tests/integration/outside_stack.py). x20: 6 x 30 s visibility.
     StackSpec("outside", "outside_stack", "", clock_scale=20.0, directory="outside/infra", applier="tests.integration.outside_stack:OutsideStack"),
