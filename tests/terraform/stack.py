@@ -72,7 +72,8 @@ STACKS: tuple[StackSpec, ...] = (
     # Both FIFO orders (modules/scheduled-retry, fifo = true) with the example's processor and zip.
     StackSpec("fifo-retry", "fifo_retry_stack", "examples/scheduled-retry/src/orders_example", directory="tests/terraform/fixtures/fifo-retry", package="scheduled-retry"),
     # modules/stream-retry with its defaults on a Kinesis stream, its own journaling processor. x10: the
-    # default policy's budget (retries after 10, 20, 40, 80 s, no Scheduler) is 15 real s; 180 s visibility 18.
+    # default policy's whole budget (retries after 10, 20, 40, 80 s by SQS delay, no Scheduler hop) runs
+    # out in 15 real s, and the retry queue's 180 s visibility is 18 real s, ample for a cold invocation.
     StackSpec("stream-retry", "stream_retry_stack", "tests/integration/fixtures/stream-retry/src/stream_journal", clock_scale=10.0, directory="tests/integration/fixtures/stream-retry", package="stream-retry-journal"),
     # A user's root outside the checkout: modules from a tagged clone, their processor packaged by
     # `serverless-retry package` (tests/integration/outside_stack.py). x20: 6 x 30 s visibility.
