@@ -102,7 +102,7 @@ resource "aws_iam_role_policy" "source" {
 
   name   = local.names.source_role_policy
   role   = each.value.function_role_name
-  policy = data.aws_iam_policy_document.source.json
+  policy = contains(local.s3_source_keys, each.key) ? data.aws_iam_policy_document.source_s3[each.key].json : data.aws_iam_policy_document.source.json
 }
 
 # --- Lambda roles (modules/function adds trust, logs, tracing and the VPC's network interfaces) ---
@@ -138,6 +138,7 @@ data "aws_iam_policy_document" "enrichment" {
   source_policy_documents = [
     data.aws_iam_policy_document.enrichment_send.json,
     data.aws_iam_policy_document.kms["enrichment"].json,
+    data.aws_iam_policy_document.read_records.json,
   ]
 }
 
@@ -197,6 +198,7 @@ data "aws_iam_policy_document" "redrive" {
     data.aws_iam_policy_document.redrive_schedule.json,
     data.aws_iam_policy_document.redrive_send.json,
     data.aws_iam_policy_document.kms["redrive"].json,
+    data.aws_iam_policy_document.read_records.json,
   ]
 }
 

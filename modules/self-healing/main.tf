@@ -103,7 +103,9 @@ module "failure_queue" {
   allow_max_receive_count_below_5 = true
   max_message_size                = var.max_message_size
   kms_key_arn                     = var.kms_key_arn
-  tags                            = var.tags
+  # The failure-records bucket's S3 events (failure_records.tf), when a source writes there.
+  source_queue_policy_documents = [for d in data.aws_iam_policy_document.failure_queue_from_s3 : d.json]
+  tags                          = var.tags
 }
 
 # Every event given up on, as an ExhaustedRecord {outcome, reason, detail}: from the exhausted rules,
@@ -214,7 +216,7 @@ moved {
   to   = aws_sqs_queue_policy.dlq["schedule"]
 }
 
-# --- the sources: on failure, a destination record to the failure queue ------------------------------
+# --- the sources: on failure, a destination record to the failure queue (or the bucket) -------------
 resource "aws_lambda_function_event_invoke_config" "source" {
   for_each = local.sources
 
@@ -224,12 +226,12 @@ resource "aws_lambda_function_event_invoke_config" "source" {
 
   destination_config {
     on_failure {
-      destination = module.failure_queue.queue_arn
+      destination = contains(local.s3_source_keys, each.key) ? local.records_bucket_arn : module.failure_queue.queue_arn
     }
   }
 
   # Lambda checks that the function's role may send to the destination when it is configured.
-  depends_on = [aws_iam_role_policy.source]
+  depends_on = [aws_iam_role_policy.source, aws_s3_bucket_policy.failure_records]
 }
 
 # --- pipe: failure queue -> enrichment -> bus -------------------------------------------------------

@@ -247,3 +247,12 @@ output "enrichment_environment" {
   description = "The enrichment function's environment."
   value       = local.enrichment_environment.applied
 }
+
+output "failure_records_bucket" {
+  description = "The bucket of the sources with on_failure = \"s3\" (name, arn, and the prefix Lambda writes under: aws/lambda/async/<function-name>/), or null when no source writes there."
+  value = local.records_on ? {
+    name   = local.records_bucket_name
+    arn    = local.records_bucket_arn
+    prefix = local.records_prefix
+  } : null
+}

@@ -23,6 +23,11 @@ variable "sources" {
       retry is re-published there (with the original subject and attributes).
     - retry_policy (optional): this source's retry policy (docs/retry-policy.md, checked by
       modules/retry-policy: unknown fields are errors); absent or null = the module's retry_policy.
+    - on_failure (optional): "queue" (default) sends the function's destination records to the failure
+      queue; "s3" sends them to the failure_records bucket instead (Lambda writes each record whole,
+      so a record over the queue's max_message_size is kept), and the bucket's notification puts a
+      small S3 event on the failure queue. For functions whose events (with the response) may exceed
+      max_message_size: on AWS a record that does not fit the queue is lost.
     Taken as `any` so that each source can have a policy of its own shape.
   EOT
   type        = any
@@ -41,9 +46,14 @@ variable "sources" {
   validation {
     condition = alltrue([
       for k in try(keys(var.sources), []) :
-      can(keys(var.sources[k])) && length(setsubtract(try(keys(var.sources[k]), []), ["function_name", "function_role_name", "topic_arn", "retry_policy"])) == 0
+      can(keys(var.sources[k])) && length(setsubtract(try(keys(var.sources[k]), []), ["function_name", "function_role_name", "topic_arn", "retry_policy", "on_failure"])) == 0
     ])
-    error_message = "Every source must be an object with only function_name, function_role_name, topic_arn and retry_policy (a misspelt field would otherwise be ignored); offending: ${join(", ", [for k in try(keys(var.sources), []) : "sources.${k} (${can(keys(var.sources[k])) ? join(", ", setsubtract(keys(var.sources[k]), ["function_name", "function_role_name", "topic_arn", "retry_policy"])) : "not an object"})" if !can(keys(var.sources[k])) || length(setsubtract(try(keys(var.sources[k]), []), ["function_name", "function_role_name", "topic_arn", "retry_policy"])) > 0])}."
+    error_message = "Every source must be an object with only function_name, function_role_name, topic_arn, retry_policy and on_failure (a misspelt field would otherwise be ignored); offending: ${join(", ", [for k in try(keys(var.sources), []) : "sources.${k} (${can(keys(var.sources[k])) ? join(", ", setsubtract(keys(var.sources[k]), ["function_name", "function_role_name", "topic_arn", "retry_policy", "on_failure"])) : "not an object"})" if !can(keys(var.sources[k])) || length(setsubtract(try(keys(var.sources[k]), []), ["function_name", "function_role_name", "topic_arn", "retry_policy", "on_failure"])) > 0])}."
+  }
+
+  validation {
+    condition     = alltrue([for k in try(keys(var.sources), []) : contains(["queue", "s3"], try(coalesce(try(var.sources[k].on_failure, null), "queue"), ""))])
+    error_message = "on_failure must be \"queue\" (the failure queue, the default) or \"s3\" (the failure_records bucket, for records larger than the queue takes); offending: ${join(", ", [for k in try(keys(var.sources), []) : "sources.${k}" if !contains(["queue", "s3"], try(coalesce(try(var.sources[k].on_failure, null), "queue"), ""))])}."
   }
 
   validation {
@@ -74,6 +84,55 @@ variable "sources" {
     # The rules key on the function name: two sources of one function would match the same events.
     condition     = length(distinct([for k in try(keys(var.sources), []) : try(var.sources[k].function_name, k)])) == length(try(keys(var.sources), []))
     error_message = "Two sources name the same function_name; each function can be a source once (its rules match failures by function name)."
+  }
+}
+
+variable "failure_records" {
+  description = <<-EOT
+    The S3 bucket of the sources with on_failure = "s3" (unused, and nothing made, without one).
+    Lambda writes each failure record as one object under its fixed prefix
+    `aws/lambda/async/<function-name>/`; the enrichment and the redrive read them there.
+    - bucket: bring your own (its name); null (the default) = the module makes
+      `<name>-failure-records-<account id>-<region>`: TLS-only policy, public access blocked, ACLs
+      off, SSE, expiry. The module then owns your bucket's notification configuration (S3 keeps one
+      per bucket) unless manage_notifications = false, when you add the failure queue for
+      s3:ObjectCreated:* on each `aws/lambda/async/<function-name>/` yourself.
+    - expiration_days (30): a record is deleted after that (the bucket the module makes). It must
+      outlive the pointer in the retry-exhausted queue (dlq_message_retention_seconds).
+    - versioning (false): keep overwritten or deleted records as noncurrent versions for
+      noncurrent_version_expiration_days (7).
+    - kms_key_arn: SSE-KMS with this customer managed key (and a Bucket Key) instead of SSE-S3; the
+      sources get kms:GenerateDataKey and the enrichment and redrive kms:Decrypt on it.
+  EOT
+  type = object({
+    bucket                             = optional(string)
+    manage_notifications               = optional(bool, true)
+    expiration_days                    = optional(number, 30)
+    versioning                         = optional(bool, false)
+    noncurrent_version_expiration_days = optional(number, 7)
+    kms_key_arn                        = optional(string)
+  })
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = var.failure_records.bucket == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.failure_records.bucket))
+    error_message = "failure_records.bucket must be an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens), not an ARN or s3:// URL."
+  }
+
+  validation {
+    condition     = floor(var.failure_records.expiration_days) == var.failure_records.expiration_days && var.failure_records.expiration_days >= 1 && var.failure_records.expiration_days <= 3650
+    error_message = "failure_records.expiration_days must be a whole number of days from 1 to 3650."
+  }
+
+  validation {
+    condition     = floor(var.failure_records.noncurrent_version_expiration_days) == var.failure_records.noncurrent_version_expiration_days && var.failure_records.noncurrent_version_expiration_days >= 1
+    error_message = "failure_records.noncurrent_version_expiration_days must be a whole number of days >= 1."
+  }
+
+  validation {
+    condition     = var.failure_records.kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.failure_records.kms_key_arn))
+    error_message = "failure_records.kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<id>)."
   }
 }
 
