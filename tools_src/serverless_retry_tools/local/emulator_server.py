@@ -49,6 +49,7 @@ from serverless_retry_tools.local.moto_patches import (
     deployed_layer_zip,
 )
 from serverless_retry_tools.local.ready_file import talk_environment, write_json_atomically
+from serverless_retry_tools.local.s3_faults import FAULTS_ROUTE, S3PutFaults
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -57,17 +58,20 @@ def _clock_json(clock: HeldClock) -> dict[str, Any]:
     return {"epoch": clock.epoch, "scale": clock.scale, "file": str(clock.path) if clock.path else None}
 
 
-def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer) -> WsgiApp:
-    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, its jumps at ADVANCE_ROUTE, deployed Lambda zips at
-    the Code.Location the ``lambda_code_location_unreachable`` patch hands out and layer zips at the
-    one of ``lambda_layer_content_unreachable``; everything else goes to moto."""
+def _own_routes(app: WsgiApp, clock: HeldClock, holds: ClockServer, faults: S3PutFaults) -> WsgiApp:
+    """Serve the clock at CLOCK_ROUTE, the runtime's holds at HOLDS_ROUTE, its jumps at ADVANCE_ROUTE,
+    S3 write faults at FAULTS_ROUTE (s3_faults.py), deployed Lambda zips at the Code.Location the
+    ``lambda_code_location_unreachable`` patch hands out and layer zips at the one of
+    ``lambda_layer_content_unreachable``; everything else goes to moto."""
+
+    posts = {HOLDS_ROUTE: holds.declare, ADVANCE_ROUTE: holds.advance, FAULTS_ROUTE: faults.configure}
 
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = str(environ.get("PATH_INFO", ""))
         if path == CLOCK_ROUTE:
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(_clock_json(clock)).encode()]
-        post = {HOLDS_ROUTE: holds.declare, ADVANCE_ROUTE: holds.advance}.get(path)
+        post = posts.get(path)
         if post is not None and environ.get("REQUEST_METHOD") == "POST":
             try:
                 length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         path=clock_file,
     )
     holds = ClockServer(clock)
+    faults = S3PutFaults()  # off until a test configures it
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(
         args.host,
         args.port,
-        _own_routes(app, clock, holds),
+        _own_routes(app, clock, holds, faults),
         threaded=True,
         request_handler=MotoRequestHandler,
     )
@@ -175,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     apply_patches(names, PatchContext(server_url=url, clock=clock))
     applied = list(PATCHES) if names is None else names
     install_logical_sqs(clock, holds.queue_changed)
+    faults.install()
     # SQS metrics, EMF extraction and alarm evaluation in logical time (cloudwatch/agent.py).
     _, stop_cloudwatch = install_cloudwatch(clock)
     holds.install()
