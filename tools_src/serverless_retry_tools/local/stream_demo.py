@@ -340,15 +340,17 @@ def _print_poison(
 
 def _held(
     result: ModeAccounting, deployment: Deployment, events: _Events, lanes: int
-) -> tuple[float, list[float]]:
-    """How long the poison record held its lane (logical s from its first failed batch to the last)
-    and, for each later record of that lane that arrived before the hold ended and was processed
-    after it, how long of the hold it waited."""
+) -> tuple[float, float, list[float]]:
+    """How long the poison record held its lane (logical and real s, from its first failed batch to
+    the last) and, for each later record of that lane that arrived before the hold ended and was
+    processed after it, how long of the hold it waited."""
     poison = next(f for f in result.fates if f.put.record.kind == "poison")
-    failed = [logical for logical, _ in events.failed_with(deployment.mapping_uuid, poison.put)]
-    if not failed:
-        return 0.0, []
+    tried = events.failed_with(deployment.mapping_uuid, poison.put)
+    if not tried:
+        return 0.0, 0.0, []
+    failed = [logical for logical, _ in tried]
     start, end = min(failed), max(failed)
+    real = max(r for _, r in tried) - min(r for _, r in tried)
     lane = lane_of(poison.put.record.partition_key, lanes)
     waits = [
         end - max(f.put.arrival, start)
@@ -359,7 +361,7 @@ def _held(
         and f.waited is not None
         and f.put.arrival < end <= f.put.arrival + f.waited
     ]
-    return end - start, waits
+    return end - start, real, waits
 
 
 def _print_waits(
@@ -396,9 +398,9 @@ def _print_waits(
     )
     out(f"  p99 of every record processed: {p99}", stamp=False)
     for result, deployment in zip(results, deployments, strict=True):
-        hold, waits = _held(result, deployment, events, lanes)
+        hold, real, waits = _held(result, deployment, events, lanes)
         out(
-            f"  {result.mode:<10} the poison record held its lane {hold:.1f} logical s; "
+            f"  {result.mode:<10} the poison record held its lane {hold:.1f} logical s ({real:.2f} real); "
             f"{len(waits)} later records waited behind it (p50 {median(waits):.1f}, max "
             f"{max(waits, default=0.0):.1f} logical s)",
             stamp=False,
