@@ -789,6 +789,48 @@ def test_patched_create_schedule_in_a_missing_group_is_resource_not_found(patche
     assert error["Error"]["Message"] == "Schedule group no-such-group does not exist."
 
 
+def _notify_queue(aws: Aws, *, allow_s3: bool) -> None:
+    """A bucket's ObjectCreated notification to a queue whose policy lets S3 in, or does not."""
+    sqs, s3 = aws.client("sqs"), aws.client("s3")
+    url = sqs.create_queue(QueueName=aws.name("records"))["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    bucket = aws.name("records-bucket")
+    s3.create_bucket(Bucket=bucket)
+    if allow_s3:
+        statement = {
+            "Effect": "Allow",
+            "Principal": {"Service": "s3.amazonaws.com"},
+            "Action": "sqs:SendMessage",
+            "Resource": arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": f"arn:aws:s3:::{bucket}"}},
+        }
+        sqs.set_queue_attributes(
+            QueueUrl=url,
+            Attributes={"Policy": json.dumps({"Version": "2012-10-17", "Statement": [statement]})},
+        )
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]
+        },
+    )
+
+
+def test_raw_moto_takes_a_notification_to_a_queue_that_keeps_s3_out(raw: Aws) -> None:
+    _notify_queue(raw, allow_s3=False)
+
+
+def test_patched_notification_to_a_queue_that_keeps_s3_out_is_refused(patched: Aws) -> None:
+    with pytest.raises(ClientError) as refused:
+        _notify_queue(patched, allow_s3=False)
+    assert refused.value.response["Error"]["Code"] == "InvalidArgument"
+    assert (
+        refused.value.response["Error"]["Message"]
+        == "Unable to validate the following destination configurations"
+    )
+    _notify_queue(patched, allow_s3=True)  # the grant modules/self-healing gives: accepted
+
+
 def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     names = set(globals())
     # The self-healing patches (async_patches, events_patches) are tested in test_selfheal_emulator.py,
@@ -798,7 +840,9 @@ def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     theirs = {p.name for p in (*async_patches.patches(), *events_patches.patches(), *s3_patches.patches())}
     here = [n for n in PATCHES if n not in theirs]
     for patch in here:
-        assert patch.startswith(("sqs_", "lambda_", "events_", "scheduler_", "dynamodb_")), patch
+        assert patch.startswith(
+            ("sqs_", "lambda_", "events_", "scheduler_", "dynamodb_", "s3_notification")
+        ), patch
     # One pair per patch, by count: a new patch without tests fails here.
     raw_tests = [n for n in names if n.startswith("test_raw_moto_")]
     patched_tests = [n for n in names if n.startswith("test_patched_")]

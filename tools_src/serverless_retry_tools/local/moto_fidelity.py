@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
+from serverless_retry_tools.local import s3_notifications
 from serverless_retry_tools.local.patching import Undo, chain, replace
 
 __all__ = ["FIDELITY_PATCHES"]
@@ -656,5 +657,12 @@ FIDELITY_PATCHES: tuple[tuple[str, str, Callable[[Any], Undo]], ...] = (
         "scheduler_create_schedule_in_missing_group_fails",
         "CreateSchedule into a missing schedule group answers HTTP 500 (AWS: ResourceNotFoundException)",
         _scheduler_create_schedule_in_missing_group_fails,
+    ),
+    (
+        # S3 API reference, PutBucketNotificationConfiguration: S3 "verifies that any Amazon SQS
+        # destination exists, and that the bucket owner has permission to publish to it".
+        "s3_notification_destinations_unchecked",
+        "PutBucketNotificationConfiguration takes an SQS destination that is missing or whose policy keeps S3 out",
+        s3_notifications.install,
     ),
 )
