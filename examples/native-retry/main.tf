@@ -12,6 +12,7 @@ locals {
   # A copy of an order can arrive while any copy of its message can still be delivered: within the
   # source queue's retention, or later through a redrive from the DLQ. Bookings are remembered as long.
   idempotency_expires_after_seconds = local.message_retention_seconds + local.dlq_message_retention_seconds
+  package                           = coalesce(var.package, "${path.module}/../../dist/examples/native-retry.zip")
 }
 
 module "queue" {
@@ -79,7 +80,7 @@ module "consumer" {
   source = "../../modules/consumer"
 
   name    = var.name
-  package = coalesce(var.package, "${path.module}/../../dist/examples/native-retry.zip")
+  package = local.package
   # A plain handler of our own: no processor, no retry policy, nothing of serverless_retry wired.
   handler = "native_orders.${var.release}.handler"
   timeout = var.function_timeout
@@ -139,8 +140,26 @@ module "monitoring" {
     visibility_timeout_seconds = module.queue.visibility_timeout_seconds
     max_receive_count          = module.queue.max_receive_count
   }
+  functions = { for a in module.archive : "archiver" => { function_name = a.archiver_function_name, role = "other", alarm_errors = true } }
+  # With the archive the DLQ is a buffer: no alarm for its retention.
+  archive_enabled = var.archive_enabled
 
   alarm_actions = var.alarm_actions
   ok_actions    = var.alarm_actions
   tags          = var.tags
+}
+
+# The dead set in S3 (archive_enabled): an archiver drains the DLQ into the bucket as SQS moves orders
+# there, so an order that failed 5 receives outlives the DLQ's 14 days; a redrive from the archive
+# sends it back to the orders queue.
+module "archive" {
+  source = "../../modules/archive"
+  count  = var.archive_enabled ? 1 : 0
+
+  name    = var.name
+  package = local.package
+  sources = [
+    { key = "dlq", queue_arn = module.queue.dlq_arn, place = "dlq", source_queue_arn = module.queue.queue_arn },
+  ]
+  tags = var.tags
 }

@@ -77,3 +77,13 @@ output "alarm_arns" {
   description = "The alarms by concern ({} with monitoring = false)."
   value       = var.monitoring ? module.monitoring[0].alarm_arns : {}
 }
+
+output "archive_location" {
+  description = "`s3://<bucket>/<prefix>` of the archive (what the CLI's --archive takes), or null with archive_enabled = false."
+  value       = var.archive_enabled ? module.archive[0].archive_location : null
+}
+
+output "archiver_function_name" {
+  description = "The archiver draining the DLQ into the archive, or null with archive_enabled = false."
+  value       = var.archive_enabled ? module.archive[0].archiver_function_name : null
+}

@@ -87,3 +87,10 @@ variable "tags" {
   default     = { project = "serverless-retry", example = "native-retry" }
   nullable    = false
 }
+
+variable "archive_enabled" {
+  description = "Keep the orders SQS dead-letters in S3 (modules/archive): an archiver drains the DLQ into a bucket as orders arrive there (kept 180 days, findable and redrivable with `serverless-retry inspect|redrive --archive`), and monitoring's no-archive expiry alarm is not made. false: they stay in the DLQ for its retention (14 days), and an expiry alarm warns before SQS deletes them."
+  type        = bool
+  default     = false
+  nullable    = false
+}

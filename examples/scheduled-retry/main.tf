@@ -2,11 +2,15 @@
 # fails by the order's "behaviour" field. Throttles honour Retry-After, timeouts get their own budget,
 # validation errors are never retried, and anything longer than SQS's 15-minute delay goes through
 # EventBridge Scheduler.
+locals {
+  package = coalesce(var.package, "${path.module}/../../dist/examples/scheduled-retry.zip")
+}
+
 module "orders" {
   source = "../../modules/scheduled-retry"
 
   name      = var.name
-  package   = coalesce(var.package, "${path.module}/../../dist/examples/scheduled-retry.zip")
+  package   = local.package
   processor = "orders_example.process:handle"
   timeout   = var.function_timeout
 
@@ -26,7 +30,9 @@ module "orders" {
   }
 
   environment = var.environment
-  tags        = var.tags
+  # With the archive: a final envelope too large for the exhausted queue goes whole to S3.
+  archive = var.archive_enabled ? { bucket_arn = module.archive[0].bucket_arn, prefix = module.archive[0].prefix } : null
+  tags    = var.tags
 }
 
 # Alarms on the DLQ and exhausted-queue depth, the age of the oldest order, the consumer's errors,
@@ -47,8 +53,28 @@ module "monitoring" {
   }
   # The consumer's name is also the service dimension of its ServerlessRetry metrics.
   function_name = module.orders.function_name
+  # The archiver's errors alarmed with the rest; with the archive the queues are buffers, so no
+  # alarm for their retention (without it, one fires well before SQS would delete a message).
+  functions       = { for a in module.archive : "archiver" => { function_name = a.archiver_function_name, role = "other", alarm_errors = true } }
+  archive_enabled = var.archive_enabled
 
   alarm_actions = var.alarm_actions
   ok_actions    = var.alarm_actions
   tags          = var.tags
+}
+
+# The dead set in S3 (archive_enabled): an archiver drains the retry-exhausted queue and the DLQ into
+# the bucket as messages arrive, so what the consumer gave up on outlives SQS's 14-day retention; the
+# consumer also puts a final envelope too large for the exhausted queue there (a claim check).
+module "archive" {
+  source = "../../modules/archive"
+  count  = var.archive_enabled ? 1 : 0
+
+  name    = var.name
+  package = local.package
+  sources = [
+    { key = "exhausted", queue_arn = module.orders.exhausted_queue_arn, place = "exhausted", source_queue_arn = module.orders.queue_arn },
+    { key = "dlq", queue_arn = module.orders.dlq_arn, place = "dlq", source_queue_arn = module.orders.queue_arn },
+  ]
+  tags = var.tags
 }

@@ -14,6 +14,8 @@ provider "aws" {
   skip_requesting_account_id  = local.emulated
   skip_metadata_api_check     = local.emulated
   skip_region_validation      = local.emulated
+  # The emulator answers on an IP address: bucket names go in the path, not the host name.
+  s3_use_path_style = local.emulated
 
   # Left out when AWS_ENDPOINT_URL already names the emulator: the provider checks this block (a set
   # of 303 attributes) at ~2 s of CPU on every configure, twice in a plan, three times in an apply.
@@ -30,6 +32,7 @@ provider "aws" {
       pipes          = endpoints.value
       scheduler      = endpoints.value
       sns            = endpoints.value
+      s3             = endpoints.value
       sqs            = endpoints.value
       sts            = endpoints.value
     }

@@ -75,3 +75,10 @@ variable "tags" {
   default     = { project = "serverless-retry", example = "scheduled-retry" }
   nullable    = false
 }
+
+variable "archive_enabled" {
+  description = "Keep what the consumer gives up on in S3 (modules/archive): an archiver drains the retry-exhausted queue and the DLQ into a bucket as messages arrive (kept 180 days, findable and redrivable with `serverless-retry inspect|redrive --archive`), the consumer puts envelopes too large for the exhausted queue there, and monitoring's no-archive expiry alarms are not made. false: those messages stay in SQS for the queues' retention (14 days), and an expiry alarm warns before SQS deletes them."
+  type        = bool
+  default     = false
+  nullable    = false
+}

@@ -189,9 +189,32 @@ module "monitoring" {
       audit      = { function_name = aws_lambda_function.example["audit"].function_name, role = "other" }
     },
     { for k in ["charge", "invoice"] : k => { function_name = aws_lambda_function.example[k].function_name, role = "source" } },
+    { for a in module.archive : "archiver" => { function_name = a.archiver_function_name, role = "other", alarm_errors = true } },
   )
+  # With the archive the terminal queues are buffers: no alarm for their retention.
+  archive_enabled = var.archive_enabled
 
   alarm_actions = var.alarm_actions
   ok_actions    = var.alarm_actions
   tags          = var.tags
+}
+
+# The dead set in S3 (archive_enabled): an archiver drains the retry-exhausted queue and every DLQ of
+# the pattern into the bucket as records arrive, so what was given up on outlives SQS's retention. A
+# failure record in the failure queue's DLQ goes back to the failure queue on a redrive; an exhausted
+# event goes back to its function (`redrive --archive ... --to-function`).
+module "archive" {
+  source = "../../modules/archive"
+  count  = var.archive_enabled ? 1 : 0
+
+  name    = var.name
+  package = local.package
+  sources = [
+    { key = "exhausted", queue_arn = module.heal.exhausted_queue_arn, place = "selfheal-exhausted" },
+    { key = "failure-dlq", queue_arn = module.heal.failure_dlq_arn, place = "dlq", source_queue_arn = module.heal.failure_queue_arn },
+    { key = "rules-dlq", queue_arn = module.heal.rules_dlq_arn, place = "dlq" },
+    { key = "redrive-dlq", queue_arn = module.heal.redrive_dlq_arn, place = "dlq" },
+    { key = "schedule-dlq", queue_arn = module.heal.schedule_dlq_arn, place = "dlq" },
+  ]
+  tags = var.tags
 }

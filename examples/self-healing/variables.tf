@@ -93,3 +93,10 @@ variable "tags" {
   default     = { project = "serverless-retry", example = "self-healing" }
   nullable    = false
 }
+
+variable "archive_enabled" {
+  description = "Keep what the pattern gives up on in S3 (modules/archive): an archiver drains the retry-exhausted queue and the DLQs (failure, rules, redrive, schedule) into a bucket as records arrive (kept 180 days, findable and redrivable with `serverless-retry inspect|redrive --archive`), and monitoring's no-archive expiry alarms are not made. false: those records stay in SQS for the queues' retention (14 days), and an expiry alarm warns before SQS deletes them."
+  type        = bool
+  default     = false
+  nullable    = false
+}

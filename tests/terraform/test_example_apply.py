@@ -177,6 +177,13 @@ def test_monitoring_alarms_watch_the_applied_queues_and_function(applied: Applie
         # The consumer's POWERTOOLS_SERVICE_NAME is its name: the service dimension of its metrics.
         "delivery_failed": ("ServerlessRetry", "DeliveryFailed", [{"Name": "service", "Value": function}]),
         "exhausted_rate": (None, None, []),  # metric math over the outcome counters
+        # No archive (archive_enabled defaults to false): the terminal queues' expiry alarms.
+        "dlq_expiry": ("AWS/SQS", "ApproximateAgeOfOldestMessage", [{"Name": "QueueName", "Value": dlq}]),
+        "exhausted_expiry": (
+            "AWS/SQS",
+            "ApproximateAgeOfOldestMessage",
+            [{"Name": "QueueName", "Value": exhausted}],
+        ),
     }
     rate = alarms[out["alarm_arns"]["exhausted_rate"]]
     assert {

@@ -188,6 +188,12 @@ def test_monitoring_alarms_watch_the_applied_queues(applied: Applied) -> None:
         "heal-example-schedule-dlq-depth": "heal-example-schedule-dlq",
         "heal-example-enrichment-function-errors": "heal-example-enrichment",
         "heal-example-redrive-function-errors": "heal-example-redrive",
+        # No archive (archive_enabled defaults to false): each terminal queue's expiry alarm.
+        "heal-example-exhausted-expiry": "heal-example-exhausted",
+        "heal-example-failure-dlq-expiry": "heal-example-failures-dlq",
+        "heal-example-redrive-dlq-expiry": "heal-example-redrive-dlq",
+        "heal-example-rules-dlq-expiry": "heal-example-rules-dlq",
+        "heal-example-schedule-dlq-expiry": "heal-example-schedule-dlq",
     }
     assert set(applied.outputs["alarm_arns"].values()) == {a["AlarmArn"] for a in alarms}
     dashboard = applied.client("cloudwatch").get_dashboard(DashboardName=applied.outputs["dashboard_name"])

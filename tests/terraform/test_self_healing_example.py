@@ -30,6 +30,7 @@ MODULES = (
     "modules/monitoring",
     "modules/function",
     "modules/queue",
+    "modules/archive",  # the example's archive_enabled
 )
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 NOW = datetime(2026, 11, 30, 10, 0, 5, tzinfo=UTC)
