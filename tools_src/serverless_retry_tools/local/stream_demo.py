@@ -50,7 +50,6 @@ from serverless_retry_tools.local.streams.shard_poller import lane_of
 __all__ = ["StreamDemoOptions", "run_stream_demo", "stream_demo_main"]
 
 EXAMPLE = "stream-retry"
-MODES = ("unordered", "blocking")
 _POLLER_WAIT_SECONDS = 60.0
 _WAVE = 20  # records put at once on each stream
 _WAVE_PAUSE_SECONDS = 0.25  # real seconds between two waves (5 logical s at x20)
@@ -221,7 +220,7 @@ def _exercise(run: ExampleRun, options: StreamDemoOptions) -> int:
         runtime.stop()
     results = [_collect(d, puts[d.mode], runtime, sqs, logs) for d in deployments]
     out(stamp=False)
-    _print_shards(results, deployments, events, out)
+    _print_shards(results, events, out)
     blocking_mapping = _mapping(runtime, deployments[1])
     _print_poison(results, deployments, events, blocking_mapping, out)
     lanes = max(1, int(blocking_mapping.get("ParallelizationFactor") or 1))
@@ -274,9 +273,7 @@ def _finish_times(result: ModeAccounting, shard: str) -> list[float]:
     ]
 
 
-def _print_shards(
-    results: Sequence[ModeAccounting], deployments: Sequence[Deployment], events: _Events, out: ProgressLines
-) -> None:
+def _print_shards(results: Sequence[ModeAccounting], events: _Events, out: ProgressLines) -> None:
     shards = sorted({f.put.shard_id for f in results[0].fates})
     poison_shard = next(f.put.shard_id for f in results[0].fates if f.put.record.kind == "poison")
     ends = [t - events.started for r in results for s in shards for t in _finish_times(r, s)]
