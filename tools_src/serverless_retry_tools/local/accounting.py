@@ -6,6 +6,9 @@ The evidence is what a user could look at on AWS, read back from the emulator af
   message id, with outcome, attempt and history;
 - the source queue's DLQ: messages whose message id (an original) or envelope id (a retry copy)
   names the sent message;
+- the archive (modules/archive), where the archiver moves both on arrival: one record per message
+  (read by ``serverless_retry.archive.store``), whose ``retry_id`` is that same id; a message found
+  there is *archived* with the outcome it had in its queue;
 - the function's CloudWatch Logs: the example processor's ``order accepted`` record for each
   success (with the envelope ``id`` and ``attempt``), the consumer's ``retries planned`` records
   (attempt and transport of each retry of a batch) and its EMF lines (the ``Processed`` count).
@@ -25,6 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from serverless_retry.archive.record import ArchiveRecord
 from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.retry_log import retry_log_entries
 from serverless_retry.terminal import read_terminal
@@ -36,6 +40,7 @@ __all__ = [
     "SentMessage",
     "account",
     "json_records",
+    "parse_archived",
     "parse_final",
     "parse_log_lines",
     "retry_entries",
@@ -126,14 +131,15 @@ def parse_log_lines(lines: Iterable[str]) -> LogEvidence:
 
 @dataclass(frozen=True)
 class FinalRecord:
-    """One message found in the retry-exhausted queue or the DLQ."""
+    """One message found in the retry-exhausted queue, the DLQ, or the archive."""
 
-    place: str  # "exhausted" or "dlq"
+    place: str  # "exhausted", "dlq" or "archive"
     id: str  # the sent message id it stands for
     outcome: str
     attempt: int
     transports: tuple[str, ...]
     reason: str = ""
+    archived_from: str = ""  # with place "archive": the queue the archiver took it from
 
 
 def parse_final(place: str, message: Mapping[str, Any]) -> FinalRecord:
@@ -160,13 +166,31 @@ def parse_final(place: str, message: Mapping[str, Any]) -> FinalRecord:
     )
 
 
+def parse_archived(record: ArchiveRecord) -> FinalRecord:
+    """A record of the archive: the message the archiver took from the exhausted queue or the DLQ,
+    as its queue would have shown it (the archiver read it with the same ``read_terminal``)."""
+    from_dlq = record["place"] == "dlq"
+    return FinalRecord(
+        place="archive",
+        id=record["retry_id"],
+        outcome="dlq" if from_dlq else record["outcome"],
+        attempt=record["attempt"],
+        transports=tuple(str(h.get("transport", "?")) for h in record["history"]),
+        reason=record["reason"],
+        archived_from=record["place"],
+    )
+
+
+_EVIDENCE = {"exhausted": "exhausted-queue", "dlq": "dlq", "archive": "archive"}
+
+
 @dataclass(frozen=True)
 class MessageFate:
     sent: SentMessage
     outcome: str  # processed | exhausted | non-retryable | invalid-envelope | too-large-to-retry | dlq | unaccounted | conflict
     attempts: int
     transports: tuple[str, ...]
-    evidence: str  # processor-log | emf-count | exhausted-queue | dlq | none | several
+    evidence: str  # processor-log | emf-count | exhausted-queue | dlq | archive | none | several
     deliveries: int = 1  # success records for this id (> 1: at-least-once duplicate)
     note: str = ""
 
@@ -188,6 +212,11 @@ class Accounting:
     @property
     def dlq(self) -> int:
         return self.totals["dlq"]
+
+    @property
+    def archived(self) -> Counter[str]:
+        """The messages found in the archive, by the outcome they had in their queue."""
+        return Counter(f.outcome for f in self.fates if f.evidence == "archive")
 
     @property
     def exhausted_by_reason(self) -> dict[str, int]:
@@ -260,7 +289,7 @@ def account(sent: Sequence[SentMessage], finals: Sequence[FinalRecord], evidence
                     final.outcome,
                     final.attempt,
                     _transports(evidence, ident, final),
-                    "exhausted-queue" if final.place == "exhausted" else "dlq",
+                    _EVIDENCE.get(final.place, final.place),
                     note=final.reason,
                 )
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from serverless_retry_tools.local.accounting import Accounting
+from serverless_retry_tools.local.accounting import Accounting, MessageFate
 from serverless_retry_tools.local.demo_frame import ProgressLines
 
 __all__ = ["print_fates", "print_totals"]
@@ -16,8 +16,9 @@ def print_fates(accounting: Accounting, out: ProgressLines, *, label_order: Sequ
     """One row per message: by label in ``label_order`` (others last), then by order id."""
     rank = {label: n for n, label in enumerate(label_order)}
     rows = sorted(accounting.fates, key=lambda f: (rank.get(f.sent.label, 99), f.sent.order_id))
+    width = 26 if accounting.archived else 17  # "archived: non-retryable"
     out(
-        f"{'order':<9} {'behaviour':<18} {'outcome':<17} {'attempts':>8}  {'transports used':<32} evidence",
+        f"{'order':<9} {'behaviour':<18} {'outcome':<{width}} {'attempts':>8}  {'transports used':<32} evidence",
         stamp=False,
     )
     for fate in rows:
@@ -29,10 +30,15 @@ def print_fates(accounting: Accounting, out: ProgressLines, *, label_order: Sequ
             else "   <-- expected " + fate.sent.expected
         )
         out(
-            f"{fate.sent.order_id:<9} {fate.sent.label:<18} {fate.outcome:<17} {fate.attempts:>8}  "
+            f"{fate.sent.order_id:<9} {fate.sent.label:<18} {_outcome(fate):<{width}} {fate.attempts:>8}  "
             f"{transports:<32} {fate.evidence}{extra}{flag}",
             stamp=False,
         )
+
+
+def _outcome(fate: MessageFate) -> str:
+    """The outcome, and where it is kept when that is the archive: "archived: exhausted"."""
+    return f"archived: {fate.outcome}" if fate.evidence == "archive" else fate.outcome
 
 
 def _compact(transports: tuple[str, ...]) -> str:
@@ -65,6 +71,13 @@ def print_totals(accounting: Accounting, sent: int, out: ProgressLines) -> bool:
         f"({by_reason}) + DLQ {accounting.dlq}",
         stamp=False,
     )
+    archived = accounting.archived
+    if archived:
+        out(
+            f"archived {sum(archived.values())} of them (the archiver took them from the queues): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(archived.items())),
+            stamp=False,
+        )
     evidence = Counter(f.evidence for f in accounting.fates if f.outcome == "processed")
     out(
         "processed evidence: "

@@ -1,11 +1,15 @@
 """``serverless-retry demo``: the scheduled-retry example, end to end, on the local emulator.
 
-Start the emulator, apply ``examples/scheduled-retry`` to it, send a mixed workload of orders (and
-one malformed envelope), run the local runtime until every message is final or a deadline passes,
-then account for every message from what the emulator shows (the retry-exhausted queue, the DLQ,
-the function's CloudWatch Logs; see :mod:`serverless_retry_tools.local.accounting`), destroy and stop
-(the frame: :mod:`serverless_retry_tools.local.demo_frame`). Exit status 0 only when processed +
-exhausted + DLQ = sent and each message ended as the example's policy says it should.
+Start the emulator, apply ``examples/scheduled-retry`` to it with the archive on, send a mixed
+workload of orders (and one malformed envelope), run the local runtime until every message is final
+(and the archiver has moved the terminal ones into S3) or a deadline passes, then account for every
+message from what the emulator shows (the archive, anything still in the retry-exhausted queue or
+the DLQ, the function's CloudWatch Logs; see :mod:`serverless_retry_tools.local.accounting`). Then
+the retention step (:mod:`serverless_retry_tools.local.demo_archive`): logical time past the exhausted
+queue's retention, ``inspect`` and ``redrive`` from the archive. Destroy and stop (the frame:
+:mod:`serverless_retry_tools.local.demo_frame`). Exit status 0 only when processed + exhausted + DLQ
+= sent, each message ended as the example's policy says it should, and the retention step did what
+it shows.
 """
 
 from __future__ import annotations
@@ -19,8 +23,14 @@ from typing import Any, TextIO
 
 import boto3
 
-from serverless_retry_tools.local.accounting import account, parse_final, parse_log_lines
+from serverless_retry_tools.local.accounting import account, parse_archived, parse_final, parse_log_lines
 from serverless_retry_tools.local.accounting_report import print_fates, print_totals
+from serverless_retry_tools.local.demo_archive import (
+    ARCHIVE_VARIABLES,
+    archive_records,
+    print_archive,
+    retention_step,
+)
 from serverless_retry_tools.local.demo_frame import (
     CLIENT_CONFIG,
     ExampleOptions,
@@ -31,7 +41,13 @@ from serverless_retry_tools.local.demo_frame import (
     run_until_settled,
     write_accounting,
 )
-from serverless_retry_tools.local.demo_queues import queue_counts, read_log_lines, receive_all, send_items
+from serverless_retry_tools.local.demo_queues import (
+    queue_counts,
+    queue_depth,
+    read_log_lines,
+    receive_all,
+    send_items,
+)
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
 from serverless_retry_tools.local.workload import LABELS, build_workload
 
@@ -73,7 +89,7 @@ def run_demo(options: DemoOptions, stream: TextIO = sys.stdout) -> int:
         options,
         ProgressLines(stream),
         lambda run: _exercise(run, options),
-        variables={"function_timeout": options.function_timeout},
+        variables={"function_timeout": options.function_timeout, **ARCHIVE_VARIABLES},
     )
 
 
@@ -84,7 +100,10 @@ def _exercise(run: ExampleRun, options: DemoOptions) -> int:
     sqs = boto3.client("sqs", config=CLIENT_CONFIG, **kwargs)
     scheduler = boto3.client("scheduler", config=CLIENT_CONFIG, **kwargs)
     logs = boto3.client("logs", config=CLIENT_CONFIG, **kwargs)
+    s3 = boto3.client("s3", config=CLIENT_CONFIG, **kwargs)
     queue_url, function = outputs["queue_url"], outputs["function_name"]
+    location = str(outputs["archive_location"])
+    terminal = {"exhausted": outputs["exhausted_queue_url"], "dlq": outputs["dlq_url"]}
     group = outputs.get("schedule_group_name")
     live = _Live()
 
@@ -113,12 +132,15 @@ def _exercise(run: ExampleRun, options: DemoOptions) -> int:
 
     def in_transit() -> dict[str, int]:
         schedules = len(scheduler.list_schedules(GroupName=group)["Schedules"]) if group else 0
-        return {**queue_counts(sqs, queue_url), "schedules": schedules}
+        # A terminal message is final once the archiver has taken it from its queue into S3.
+        to_archive = {f"to_archive_{place}": queue_depth(sqs, url) for place, url in terminal.items()}
+        return {**queue_counts(sqs, queue_url), "schedules": schedules, **to_archive}
 
     def progress(counts: Mapping[str, int]) -> list[str]:
         return [
             f"queue: {counts['visible']} waiting, {counts['delayed']} delayed, {counts['in_flight']} in flight",
             f"schedules {counts['schedules']}",
+            f"to archive {counts['to_archive_exhausted'] + counts['to_archive_dlq']}",
             f"processed {live.processed()}",
             f"invocations {runtime.functions.invocations}",
         ]
@@ -135,16 +157,29 @@ def _exercise(run: ExampleRun, options: DemoOptions) -> int:
             f"{runtime.stats['batches']} batches, {runtime.stats['schedules_fired']} schedules fired"
         ),
     )
-    finals = [
-        parse_final(place, m)
-        for place, url in (("exhausted", outputs["exhausted_queue_url"]), ("dlq", outputs["dlq_url"]))
-        for m in receive_all(sqs, url, len(sent))
+    archived = archive_records(s3, location)
+    # Anything the archiver has not taken yet still counts where it is (nothing, once settled).
+    finals = [parse_archived(r) for r in archived] + [
+        parse_final(place, m) for place, url in terminal.items() for m in receive_all(sqs, url, len(sent))
     ]
     evidence = parse_log_lines(read_log_lines(logs, f"/aws/lambda/{function}"))
     accounting = account(sent, finals, evidence)
     out(stamp=False)
     print_fates(accounting, out, label_order=LABELS)
     ok = print_totals(accounting, len(sent), out)
+    print_archive(location, archived, out)
+    retention = retention_step(
+        run,
+        location=location,
+        queue_url=terminal["exhausted"],
+        queue_label="retry-exhausted queue",
+        filters=("--outcome", "exhausted", "--error-type", "TimeoutError"),
+        redrive_options=("--reset-attempts",),  # a fresh budget: it goes through its retries again
+        in_transit=in_transit,
+        processed=lambda message_id: (
+            message_id in parse_log_lines(read_log_lines(logs, f"/aws/lambda/{function}")).successes
+        ),
+    )
     write_accounting(
         run.work_dir,
         [
@@ -160,7 +195,7 @@ def _exercise(run: ExampleRun, options: DemoOptions) -> int:
             for f in accounting.fates
         ],
     )
-    return 0 if ok and done else 1
+    return 0 if ok and done and retention.ok else 1
 
 
 def demo_main(args: Any, stream: TextIO = sys.stdout) -> int:

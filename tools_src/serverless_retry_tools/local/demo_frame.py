@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self, TextIO
 
+import boto3
 from botocore.config import Config
 
 from serverless_retry_tools.local.emulator import Emulator
@@ -168,6 +169,7 @@ def run_example(
         copy = work_dir / f"{example}.zip"
         shutil.copyfile(package, copy)
         applied = {**emulator_variables(root, emulator.url), "package": str(copy), **(variables or {})}
+        outputs: dict[str, Any] = {}
         try:
             tf.init()
             out(
@@ -176,19 +178,39 @@ def run_example(
             )
             tf.apply(applied)
             out(f"terraform apply done in {tf.timings['apply']:.0f} s")
-            status = story(ExampleRun(emulator, tf, applied, tf.outputs(), work_dir, out))
+            outputs = tf.outputs()
+            status = story(ExampleRun(emulator, tf, applied, outputs, work_dir, out))
         except TerraformError as exc:
             out(f"error: {exc}")
             status = 1
         finally:
             if options.destroy:
                 try:
+                    _empty_archive(emulator, outputs)
                     tf.destroy(applied, refresh=False)
                     out(f"terraform destroy done in {tf.timings.get('destroy', 0):.0f} s")
                 except TerraformError as exc:
                     out(f"warning: {exc}")
     out(f"emulator stopped; total {time.monotonic() - out.started:.0f} s")
     return status
+
+
+def _empty_archive(emulator: Emulator, outputs: Mapping[str, Any]) -> None:
+    """Empty the example's archive bucket (every version: it is versioned) before the destroy: S3
+    refuses to delete a bucket that holds anything, and the demo's records live as long as its
+    emulator."""
+    location = str(outputs.get("archive_location") or "")
+    if not location.startswith("s3://"):
+        return
+    bucket = location.removeprefix("s3://").split("/", 1)[0]
+    s3 = boto3.client("s3", config=CLIENT_CONFIG, **emulator.client_kwargs())
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        entries = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]
+        ]
+        if entries:  # a page holds at most 1,000 versions: what one DeleteObjects takes
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": entries, "Quiet": True})
 
 
 def run_until_settled(

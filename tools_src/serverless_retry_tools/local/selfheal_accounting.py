@@ -11,7 +11,9 @@ function) pair is accounted for from what the emulator shows after the run:
 - the redrive function's log lines (``event redriven`` with ``retry_id``, ``next_attempt``,
   ``delay_seconds``): the backoff each retry waited;
 - every dead-letter queue of the pattern (failure queue DLQ, rule targets' DLQ, redrive DLQ,
-  schedules' DLQ): anything there is a delivery that did not end where the design says.
+  schedules' DLQ): anything there is a delivery that did not end where the design says;
+- the archive (modules/archive), where the archiver moves what arrives in those queues: each record
+  holds the message verbatim, read as its queue's message would be (place ``archive (<queue>)``).
 
 A delivery is *processed* when its function's last invocation succeeded (exactly once expected);
 *exhausted* / *non-retryable* / ... when the retry-exhausted queue holds its record; *dlq:<queue>*
@@ -24,9 +26,10 @@ import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from serverless_retry.archive.record import ArchiveRecord
 from serverless_retry.terminal import read_terminal
 
 from serverless_retry_tools.local.accounting import json_records
@@ -40,6 +43,7 @@ __all__ = [
     "Redrive",
     "SelfHealingAccounting",
     "account",
+    "parse_archived",
     "parse_dead_letter",
     "parse_exhausted",
     "parse_redrive_logs",
@@ -192,6 +196,18 @@ def parse_dead_letter(place: str, body: str) -> Final:
         else:  # a schedule's Input (the redriven event)
             message_id = _sns_message_id(document)
     return Final(place, message_id, function, f"dlq:{place}")
+
+
+def parse_archived(record: ArchiveRecord, dlq_places: Mapping[str, str]) -> Final:
+    """A record of the archive: its message read as the queue it came from would show it, the place
+    ``archive (<queue>)``. ``dlq_places``: each DLQ's name -> its place (``failure-dlq``, ...)."""
+    message = record["message"]
+    if record["place"] == "selfheal-exhausted":
+        final = parse_exhausted(message["body"], message["attributes"])
+    else:
+        name = record["archive_queue_arn"].rsplit(":", 1)[-1]
+        final = parse_dead_letter(dlq_places.get(name, name), message["body"])
+    return replace(final, place=f"archive ({final.place})")
 
 
 def parse_redrive_logs(lines: Iterable[str]) -> list[Redrive]:

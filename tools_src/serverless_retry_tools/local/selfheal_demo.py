@@ -1,13 +1,18 @@
 """``serverless-retry demo self-healing``: the self-healing example, end to end, on the local emulator.
 
-Start the emulator, apply ``examples/self-healing`` to it, publish a workload to its two topics, run
-the local runtime (SNS -> Lambda, Lambda's async retries and destinations, the pipe and its
-enrichment, the bus rules, the redrive function, its schedules) until every delivery is final, then
-account for each (message, subscribed function) from what the emulator shows
-(:mod:`serverless_retry_tools.local.selfheal_accounting`), destroy and stop. Exit status 0 only when
+Start the emulator, apply ``examples/self-healing`` to it with the archive on, publish a workload to
+its two topics, run the local runtime (SNS -> Lambda, Lambda's async retries and destinations, the
+pipe and its enrichment, the bus rules, the redrive function, its schedules, the archiver) until every
+delivery is final and the archiver has taken what was given up on into S3, then account for each
+(message, subscribed function) from what the emulator shows
+(:mod:`serverless_retry_tools.local.selfheal_accounting`); then the retention step
+(:mod:`serverless_retry_tools.local.demo_archive`: logical time past the exhausted queue's retention,
+``inspect`` of the archive; no redrive: ``redrive --archive`` sends to queues only, and an exhausted
+record goes back to its function); destroy and stop. Exit status 0 only when
 every delivery ended as the example says: the charge function (function one) 1 + 3 attempts then
 ``exhausted`` (or charged on the attempt an order asks for), the invoice function (function two)
-``non-retryable`` at once (or invoiced), the audit subscriber each order exactly once.
+``non-retryable`` at once (or invoiced), the audit subscriber each order exactly once, and the
+retention step did what it shows.
 """
 
 from __future__ import annotations
@@ -21,6 +26,12 @@ from typing import Any, TextIO
 import boto3
 from botocore.config import Config
 
+from serverless_retry_tools.local.demo_archive import (
+    ARCHIVE_VARIABLES,
+    archive_records,
+    print_archive,
+    retention_step,
+)
 from serverless_retry_tools.local.demo_frame import (
     ExampleOptions,
     ExampleRun,
@@ -38,6 +49,7 @@ from serverless_retry_tools.local.selfheal_accounting import (
     Published,
     SelfHealingAccounting,
     account,
+    parse_archived,
     parse_dead_letter,
     parse_exhausted,
     parse_redrive_logs,
@@ -83,6 +95,12 @@ class Layout:
     schedule_group: str
     redrive_function: str
     event_bus: str
+    archive_location: str | None = None  # s3://bucket/prefix/ with the archive on
+
+    @property
+    def terminal(self) -> dict[str, str]:
+        """The queues the archiver drains: the retry-exhausted queue and every DLQ, by place."""
+        return {"exhausted-queue": self.exhausted_queue_url, **self.dlqs}
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> Layout:
@@ -102,6 +120,7 @@ class Layout:
             schedule_group=str(_find(outputs, "schedule_group_name")),
             redrive_function=str(_find(outputs, "redrive_function_name")),
             event_bus=str(_find(outputs, "event_bus_name")),
+            archive_location=str(outputs["archive_location"]) if outputs.get("archive_location") else None,
         )
 
 
@@ -135,6 +154,13 @@ def settled_probe(clients: Mapping[str, Any], layout: Layout) -> dict[str, int]:
     }
 
 
+def archive_probe(clients: Mapping[str, Any], layout: Layout) -> dict[str, int]:
+    """What the archiver has still to take: every terminal queue's depth (none without the archive)."""
+    if layout.archive_location is None:
+        return {}
+    return {"to archive": sum(queue_depth(clients["sqs"], url) for url in layout.terminal.values())}
+
+
 def invocations(events: list[RuntimeEvent]) -> list[Invocation]:
     return [
         Invocation(
@@ -152,13 +178,20 @@ def invocations(events: list[RuntimeEvent]) -> list[Invocation]:
 def collect(
     clients: Mapping[str, Any], layout: Layout, published: list[Published], events: list[RuntimeEvent]
 ) -> SelfHealingAccounting:
-    """Account for every delivery from the emulator's state and the runtime's invocations."""
+    """Account for every delivery from the emulator's state and the runtime's invocations: the
+    archive (with the archive on: ``clients["s3"]``), then anything still in the terminal queues."""
     sqs = clients["sqs"]
     limit = 4 * len(published) + 20
-    finals: list[Final] = [
+    finals: list[Final] = []
+    if layout.archive_location is not None:
+        places = {url.rsplit("/", 1)[-1]: place for place, url in layout.dlqs.items()}
+        finals.extend(
+            parse_archived(r, places) for r in archive_records(clients["s3"], layout.archive_location)
+        )
+    finals.extend(
         parse_exhausted(m["Body"], m.get("MessageAttributes"))
         for m in receive_all(sqs, layout.exhausted_queue_url, limit)
-    ]
+    )
     for place, url in layout.dlqs.items():
         finals.extend(parse_dead_letter(place, m["Body"]) for m in receive_all(sqs, url, limit))
     redrives = parse_redrive_logs(read_log_lines(clients["logs"], f"/aws/lambda/{layout.redrive_function}"))
@@ -167,7 +200,7 @@ def collect(
 
 def _table(result: SelfHealingAccounting, out: ProgressLines) -> None:
     out(
-        f"{'message':<8} {'topic':<9} {'function':<22} {'outcome':<14} {'attempts':>8}  {'backoff (s)':<14} "
+        f"{'message':<8} {'topic':<9} {'function':<22} {'outcome':<24} {'attempts':>8}  {'backoff (s)':<14} "
         f"{'waited (s)':<15} evidence",
         stamp=False,
     )
@@ -177,8 +210,9 @@ def _table(result: SelfHealingAccounting, out: ProgressLines) -> None:
         waited = " > ".join(str(s) for s in d.waited) or "-"
         flag = "" if d.as_expected else "   <-- " + "; ".join(d.problems)
         error = f" ({d.error_type})" if d.error_type else ""
+        outcome = f"archived: {d.outcome}" if d.evidence.startswith("archive") else d.outcome
         out(
-            f"{d.message.key:<8} {d.message.topic:<9} {d.expected.function:<22} {d.outcome:<14} {d.attempts:>8}  "
+            f"{d.message.key:<8} {d.message.topic:<9} {d.expected.function:<22} {outcome:<24} {d.attempts:>8}  "
             f"{delays:<14} {waited:<15} {d.evidence}{error}{flag}",
             stamp=False,
         )
@@ -219,7 +253,13 @@ def _totals(result: SelfHealingAccounting, messages: int, out: ProgressLines) ->
 
 
 def run_selfheal_demo(options: SelfHealingOptions, stream: TextIO) -> int:
-    return run_example(EXAMPLE, options, ProgressLines(stream), lambda run: _exercise(run, options))
+    return run_example(
+        EXAMPLE,
+        options,
+        ProgressLines(stream),
+        lambda run: _exercise(run, options),
+        variables=ARCHIVE_VARIABLES,
+    )
 
 
 def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
@@ -232,7 +272,7 @@ def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
     messages = build_messages(options.per_topic, layout.functions, seed=options.seed)
     kwargs = emulator.client_kwargs()
     clients: dict[str, Any] = {
-        s: boto3.client(s, config=_CLIENT_CONFIG, **kwargs) for s in ("sqs", "sns", "scheduler", "logs")
+        s: boto3.client(s, config=_CLIENT_CONFIG, **kwargs) for s in ("sqs", "sns", "scheduler", "logs", "s3")
     }
     events: list[RuntimeEvent] = []
     lock = threading.Lock()
@@ -262,7 +302,7 @@ def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
     done = run_until_settled(
         runtime,
         out,
-        in_transit=lambda: settled_probe(clients, layout),
+        in_transit=lambda: {**settled_probe(clients, layout), **archive_probe(clients, layout)},
         progress=progress,
         quiet_checks=3,
         deadline_seconds=options.deadline_seconds,
@@ -278,6 +318,24 @@ def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
     out(stamp=False)
     _table(result, out)
     ok = _totals(result, len(published), out)
+    retained = True
+    if layout.archive_location is not None:
+        location = layout.archive_location
+        print_archive(location, archive_records(clients["s3"], location), out)
+        retention = retention_step(
+            run,
+            location=location,
+            queue_url=layout.exhausted_queue_url,
+            queue_label="retry-exhausted queue",
+            filters=("--outcome", "exhausted", "--error-type", "HttpError"),
+            no_redrive=(
+                "an exhausted self-healing record goes back to the function it failed in "
+                "(redrive --to-function), and redrive --archive sends to queues only"
+            ),
+            in_transit=lambda: {**settled_probe(clients, layout), **archive_probe(clients, layout)},
+            processed=lambda _: False,
+        )
+        retained = retention.ok
     write_accounting(
         run.work_dir,
         [
@@ -295,4 +353,4 @@ def _exercise(run: ExampleRun, options: SelfHealingOptions) -> int:
             for d in result.deliveries
         ],
     )
-    return 0 if ok and done else 1
+    return 0 if ok and done and retained else 1
