@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -40,6 +42,7 @@ RETENTION_SECONDS = 1_209_600
 STEP_SECONDS = 600.0
 # How a message of each kind ends: (kind, outcome, error type).
 ENDINGS = (("invalid", "non-retryable", "NonRetryableError"), ("flaky", "exhausted", "TimeoutError"))
+CLI = shutil.which("serverless-retry", path=str(Path(sys.executable).parent)) or "serverless-retry"
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
@@ -125,6 +128,17 @@ class Drive:
         for pattern, store in self.archives.items():
             out[pattern] = [(key, store.get(key)[0]) for key in store.list()]
         return out
+
+    def inspect(self, pattern: str) -> dict[str, Any]:
+        """What the operator's ``serverless-retry inspect --archive ... --json`` reports of an archive."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | self.stack.emulator.env()
+        result = subprocess.run(
+            [CLI, "inspect", "--archive", self.out[pattern]["archive"], "--json"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        report: dict[str, Any] = json.loads(result.stdout)
+        return report
 
     def archived(self) -> int:
         return sum(len(list(store.list())) for store in self.archives.values())
@@ -247,3 +261,8 @@ def test_archive_writes_failing_part_of_the_time_lose_and_duplicate_nothing(
     assert drive.terminal_queues() == dict.fromkeys(drive.terminal_queues(), 0)
     assert drive.archived() == before + len(expected)  # no record under a second key
     check_archived(drive, expected)
+    for pattern, records in drive.records().items():  # the operator's listing agrees, record for record
+        report = drive.inspect(pattern)
+        assert report["unreadable"] == []
+        assert report["looked_at"] == len(records)
+        assert report["by_outcome"] == Counter(r["outcome"] for _, r in records)
