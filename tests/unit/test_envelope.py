@@ -516,7 +516,9 @@ def test_the_unsendable_class_is_the_complement_of_what_sqs_allows() -> None:
 
     allowed = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
     every = "".join(map(chr, range(0x110000)))
-    assert [m.start() for m in _UNSENDABLE.compiled.finditer(every)] == [m.start() for m in allowed.finditer(every)]
+    assert [m.start() for m in _UNSENDABLE.compiled.finditer(every)] == [
+        m.start() for m in allowed.finditer(every)
+    ]
 
 
 @pytest.mark.parametrize(
