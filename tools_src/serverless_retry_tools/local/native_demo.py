@@ -16,7 +16,9 @@ The story of ``examples/native-retry`` (orders in :mod:`serverless_retry_tools.l
    delivers the crashed ones again and the idempotency layer answers every copy;
 5. every message is accounted for with the same table as the scheduled-retry demo
    (:mod:`serverless_retry_tools.local.accounting`), and the ledger must hold exactly one entry per
-   order although some orders were delivered more than once.
+   order although some orders were delivered more than once. The example runs with its archive on
+   (:mod:`serverless_retry_tools.local.demo_archive`): an order SQS dead-lettered would be counted
+   where the archiver put it; with the fix in time the DLQ, and so the archive, stays empty.
 
 Timing: what bounds it. Function execution and ``terraform apply`` take real time; the queue's
 visibility timeout V is logical (6 x the function timeout = 180 logical seconds for the default 30 s).
@@ -46,16 +48,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import boto3
+from serverless_retry.archive.record import ArchiveRecord
 
 from serverless_retry_tools.local.accounting import (
     Accounting,
     SentMessage,
     account,
     json_records,
+    parse_archived,
     parse_final,
     parse_log_lines,
 )
 from serverless_retry_tools.local.accounting_report import print_fates, print_totals
+from serverless_retry_tools.local.demo_archive import ARCHIVE_VARIABLES, archive_records, print_archive
 from serverless_retry_tools.local.demo_frame import (
     CLIENT_CONFIG,
     ExampleOptions,
@@ -128,6 +133,7 @@ class Layout:
     ledger_table: str
     visibility_timeout_seconds: int
     max_receive_count: int
+    archive_location: str | None = None  # s3://bucket/prefix/ with the archive on
 
     @classmethod
     def from_outputs(cls, outputs: dict[str, Any]) -> Layout:
@@ -138,6 +144,7 @@ class Layout:
             ledger_table=outputs["ledger_table_name"],
             visibility_timeout_seconds=int(outputs["visibility_timeout_seconds"]),
             max_receive_count=int(outputs["max_receive_count"]),
+            archive_location=str(outputs["archive_location"]) if outputs.get("archive_location") else None,
         )
 
 
@@ -186,6 +193,8 @@ class StoryResult:
     visibility_timeout_seconds: int
     max_receive_count: int
     clock_scale: float
+    archive_location: str | None = None
+    archived: list[ArchiveRecord] = field(default_factory=list)
     bug_snapshot: dict[str, int] = field(default_factory=dict)
     fix_live_logical_s: float | None = None  # since the backlog was sent
     apply_seconds: float | None = None
@@ -359,7 +368,9 @@ def run_story(
     quiet = [0]
 
     def drained() -> bool:
-        quiet[0] = quiet[0] + 1 if queue_depth(sqs, layout.queue_url) == 0 else 0
+        # With the archive, a dead-lettered order is final once the archiver has taken it.
+        urls = [layout.queue_url] + ([layout.dlq_url] if layout.archive_location else [])
+        quiet[0] = quiet[0] + 1 if not any(queue_depth(sqs, url) for url in urls) else 0
         return quiet[0] >= 2
 
     out(
@@ -379,6 +390,7 @@ def run_story(
         visibility_timeout_seconds=layout.visibility_timeout_seconds,
         max_receive_count=layout.max_receive_count,
         clock_scale=clock.scale,
+        archive_location=layout.archive_location,
         problems=problems,
     )
     stop_watching = threading.Event()
@@ -432,7 +444,11 @@ def run_story(
     finally:
         stop_watching.set()
         runtime.stop()
-    finals = [parse_final("dlq", m) for m in receive_all(sqs, layout.dlq_url, len(sent))]
+    if layout.archive_location is not None:
+        s3 = boto3.client("s3", config=CLIENT_CONFIG, **kwargs)
+        result.archived = archive_records(s3, layout.archive_location)
+    finals = [parse_archived(r) for r in result.archived]
+    finals += [parse_final("dlq", m) for m in receive_all(sqs, layout.dlq_url, len(sent))]
     lines = read_log_lines(logs, f"/aws/lambda/{layout.function_name}")
     result.accounting = account(sent, finals, parse_log_lines(lines))
     result.bookings, result.writes = parse_bookings(lines)
@@ -502,6 +518,8 @@ def report(result: StoryResult, printer: ProgressLines) -> bool:
             f"have its receive #{result.max_receive_count} before +{logical_duration(last)}: margin at least "
             f"{margin:.0f} logical s ({margin / result.clock_scale:.0f} real s at x{result.clock_scale:g})"
         )
+    if result.archive_location is not None:
+        print_archive(result.archive_location, result.archived, printer)
     for problem in result.problems:
         out(f"DISCREPANCY: {problem}")
     ok = accounted and result.ok
@@ -516,7 +534,7 @@ def run_native_demo(options: NativeOptions, stream: TextIO = sys.stdout) -> int:
         options,
         ProgressLines(stream),
         lambda run: _tell(run, options),
-        variables={"function_timeout": options.function_timeout, "release": "buggy"},
+        variables={"function_timeout": options.function_timeout, "release": "buggy", **ARCHIVE_VARIABLES},
         about=" (native SQS retry)",
         clock_note=f": a visibility timeout of {visibility} logical s is {visibility / options.clock_scale:.0f} real s",
         applying=' release = "buggy"',
