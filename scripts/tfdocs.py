@@ -294,7 +294,13 @@ def _site_link(module_dir: Path, target: str) -> str:
         return Path(_relative(resolved, DOCS_MODULES)).as_posix() + anchor
     if resolved.name == "README.md":
         resolved = resolved.parent
-    if resolved.parent == ROOT / "modules" and (resolved / "README.md").exists():
+    readme = resolved / "README.md"
+    # A private module has no page on the site (update_docs): its link goes to the repository.
+    if (
+        resolved.parent == ROOT / "modules"
+        and readme.exists()
+        and "<!-- private" not in readme.read_text(encoding="utf-8")
+    ):
         return f"{resolved.name}.md{anchor}"
     if not resolved.is_relative_to(ROOT):
         raise TfDocsError(f"{module_dir}/README.md: link {target!r} leaves the repository")
