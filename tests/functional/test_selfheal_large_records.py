@@ -202,3 +202,19 @@ def test_the_emulator_writes_a_failure_record_to_an_s3_destination_as_lambda_doe
     assert record["requestPayload"] == LARGE
     assert record["requestContext"]["condition"] == "RetriesExhausted"
     assert [k for k, _ in rt.events][-1] == "destination"
+
+
+def test_a_notification_of_an_object_outside_lambdas_prefix_is_not_read(world: World) -> None:
+    other = "uploads/2026/11/30/report.json"
+    world.s3.put_object(Bucket=BUCKET, Key=other, Body=json.dumps(destination_record({"id": 1})).encode())
+    [detail] = world.enrich(other)
+    assert detail["meta"]["error_type"] == "InvalidFailureRecord"
+    assert "not under aws/lambda/async/" in detail["meta"]["problem"]
+
+
+def test_keys_are_read_decoded_as_s3_encodes_them(world: World) -> None:
+    key = KEY.replace("0b1c2d3e", "0b1c 2d3e+")  # S3 sends "0b1c+2d3e%2B"
+    world.store({"id": 3}, key=key)
+    [detail] = world.enrich(key)
+    assert detail["payload"] == {"id": 3}
+    assert detail["payload_ref"]["key"] == key
