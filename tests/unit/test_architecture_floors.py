@@ -28,6 +28,7 @@ FLOORS = {
         [
             "aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function",
             "idempotent_processor", "batch_state", "payload_store", "archive.store", "archive.metrics",
+            "selfheal.stored",
         ],
         EDGE,
     ),

@@ -159,6 +159,7 @@ CASES = {
             "serverless_retry.handlers.enrichment",
             "serverless_retry.selfheal.enrichment",
             "serverless_retry.selfheal.records",
+            "serverless_retry.selfheal.stored",  # tells an S3 notification from a record, per record
         },
     ),
     "redrive": (
@@ -173,7 +174,11 @@ CASES = {
         COMMON
         | POLICY_MODULES
         | SELF_HEALING
-        | {"serverless_retry.handlers.redrive", "serverless_retry.selfheal.redrive"},
+        | {
+            "serverless_retry.handlers.redrive",
+            "serverless_retry.selfheal.redrive",
+            "serverless_retry.selfheal.stored",  # a payload too large for the bus is read back from S3
+        },
     ),
     "redrive_queue": (
         {
