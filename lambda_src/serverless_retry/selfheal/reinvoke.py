@@ -101,7 +101,7 @@ def reinvocation(detail: FailureDetail, *, fresh: bool, function: str | None = N
     if payload is None and isinstance(ref, Mapping):
         raise NotReinvocable(
             f"the payload is in S3 (s3://{ref.get('bucket')}/{ref.get('key')}), not in the message: the "
-            "pattern's own redrive reads it from there; this one does not"
+            "pattern's own redrive and serverless-retry redrive --to-function read it from there"
         )
     try:
         event = payload if state is None else attach(payload, source_type, state)

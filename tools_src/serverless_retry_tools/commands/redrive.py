@@ -18,6 +18,7 @@ from serverless_retry.redrive_options import RedriveOptions, options_from_mappin
 
 from serverless_retry_tools.commands.archive_location import parse_archive_location
 from serverless_retry_tools.commands.archive_redrive import cmd_redrive_archive
+from serverless_retry_tools.commands.archive_scan import s3_client
 from serverless_retry_tools.commands.archive_select import add_match_argument
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, duration, int_range, rate
 from serverless_retry_tools.commands.aws import add_aws_arguments, lambda_client, sqs_client
@@ -26,6 +27,7 @@ from serverless_retry_tools.commands.confirm import add_yes_argument, confirm
 from serverless_retry_tools.commands.filters import add_filter_arguments, filter_values
 from serverless_retry_tools.commands.inspect_queue import _age, _short
 from serverless_retry_tools.commands.move_tasks import cancel_task
+from serverless_retry_tools.commands.selfheal_pointer import StoredPayloads
 from serverless_retry_tools.console import Progress, print_table
 from serverless_retry_tools.routing import SourceRouter
 
@@ -260,6 +262,8 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
         if options.to_queue_url is None and not options.to_function
         else None
     )
+    # To a function: a self-healing record whose payload stayed in S3 is read back through its pointer.
+    stored = StoredPayloads(s3_client(args)) if options.to_function else None
     verb = "dry run of" if options.dry_run else "redriving"
     print(f"{verb} {options.from_queue_url} -> {_destination(options)}: {_filters(options)}", file=sys.stderr)
     with Progress("redrive", total) as progress:
@@ -279,8 +283,11 @@ def _client_side(args: argparse.Namespace, options: RedriveOptions, sqs: Any) ->
             on_progress=on_progress,
             lambda_client=lambda_client(args) if options.to_function else None,
             sender=router.send if router is not None else None,
-            select=router.select if router is not None else None,
+            select=router.select if router is not None else stored.select if stored is not None else None,
+            should_stop=stored.should_stop if stored is not None else None,
         )
+        if stored is not None:
+            stored.account(report)
         on_progress(report)
     unrouted = router.unrouted if router is not None else []
     if args.json:
