@@ -32,7 +32,6 @@ from serverless_retry.envelope import (
     sqs_message_size,
 )
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS
-from serverless_retry.terminal import FinalForm, final_message  # re-exported: the consumer's imports
 
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     )
 
     from serverless_retry.payload_pointer import StoredPayload
+    from serverless_retry.terminal import FinalForm, final_message
 
 __all__ = [
     "SCHEDULE_MIN_LEAD_SECONDS",
@@ -557,3 +557,15 @@ def _describe(exc: BaseException) -> str:
         error = client_error.response.get("Error", {})
         return f"{error.get('Code', type(exc).__name__)}: {error.get('Message', '')}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def __getattr__(name: str) -> object:
+    """``FinalForm`` and ``final_message``, re-exported from ``terminal`` on first read: the final
+    message's code is needed only by a record that ends, so a batch that only succeeds never loads it."""
+    if name in ("FinalForm", "final_message"):
+        from serverless_retry import terminal
+
+        value = getattr(terminal, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

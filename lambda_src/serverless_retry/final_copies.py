@@ -21,7 +21,6 @@ from serverless_retry.message import Exhausted, ExhaustedHook, Message
 from serverless_retry.planning import RecordFacts
 from serverless_retry.record_reader import ReadRecord, group_of
 from serverless_retry.records import raw_text, record_id, unidentified_id
-from serverless_retry.terminal import final_copy
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -106,6 +105,9 @@ class FinalCopies:
         """The record's final copy, queued in the batch's state; the hook told (once per decision)."""
         incoming = current.incoming
         assert incoming is not None
+        # Imported here: only a record that ends needs the final message's code (~1 ms at cold start).
+        from serverless_retry.terminal import final_copy
+
         traceback_text = short_traceback(error) if error is not None else ""
         body, attributes, form, payload = final_copy(
             incoming, outcome, now=now, error=error, reason=reason, traceback_text=traceback_text,
