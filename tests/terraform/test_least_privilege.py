@@ -82,6 +82,17 @@ SELF_HEALING: dict[str, dict[str, Any]] = {
         "retry_policy": selfheal_paths.POLICY,
         "do_not_retry": ["KeyError", "ValidationError"],
     },
+    # One source's failure records go to the module's bucket (on_failure = "s3"): Lambda writes them with
+    # the source's role, the bucket's notification feeds the failure queue, and the enrichment and the
+    # redrive read them back (a record too large for the bus crosses it as a pointer).
+    "s3_records": {
+        "sources": {
+            "orders": {"function_name": "orders-fn", "function_role_name": "orders-fn-role", "topic_arn": selfheal_paths.TOPIC},
+            "reindex": {"function_name": "reindex-fn", "function_role_name": "reindex-fn-role", "retry_policy": selfheal_paths.NOW, "on_failure": "s3"},
+        },
+        "retry_policy": selfheal_paths.POLICY,
+        "do_not_retry": ["KeyError", "ValidationError"],
+    },
     # Redrive to the topic (publish now, a schedule that publishes), with the function as the fallback;
     # SSE-KMS queues and encrypted topics; tracing.
     "topic": {
@@ -245,3 +256,28 @@ def test_the_check_catches_a_missing_grant_and_an_extra_one(plans: dict[str, Gra
         "Extra grants sqs:SendMessage on arn:aws:sqs:us-east-1:123456789012:orders-dlq, which no path uses"
         in problems
     )
+
+
+def test_the_check_catches_a_bucket_destination_without_its_grants(
+    plans: dict[str, Granted], world_of: Any
+) -> None:
+    """The S3 case's recorded run against its policies less ListBucket (which Lambda's S3 destination
+    needs without any call of ours showing it) and a failure queue policy that lets S3 send for any
+    account's bucket of that name."""
+    g = copy.deepcopy(plans["healing_s3_records"])
+    sources = SELF_HEALING["s3_records"]["sources"]
+    roles = {s["function_name"]: s["function_role_name"] for s in sources.values()}
+    world: World = world_of(g, External(functions=roles, topics={selfheal_paths.TOPIC: None}))
+    selfheal_paths.every_path(world, topic_mode=False)
+    source = g.roles["reindex-fn-role"]
+    source.policy = [s for s in source.policy if s.sid != "ListFailureRecordsBucket"]
+    [(bucket, queue, _prefix)] = g.bucket_notifications
+    policy = g.queue_policies[queue]
+    opened = next(s for s in policy if s.sid == "S3SendsFailureRecordEvents")
+    loose = {**opened.raw, "Condition": {"ArnEquals": {"aws:SourceArn": bucket}}}
+    g.queue_policies[queue] = [s for s in policy if s is not opened] + [
+        Statement(opened.document, opened.index, loose)
+    ]
+    problems = check.describe(_verdict(world, roles).problems)
+    assert f"needs s3:ListBucket on {bucket} for Lambda's S3 destination requires it" in problems
+    assert f"{queue} lets S3 send for {bucket} of any account (no aws:SourceAccount)" in problems

@@ -21,6 +21,8 @@ Sources (AWS documentation):
 - SNS: Publish is sns:Publish on the topic; an encrypted topic also needs kms:GenerateDataKey and
   kms:Decrypt on its key.
 - EventBridge: PutEvents is events:PutEvents on each entry's bus.
+- S3: GetObject is s3:GetObject and PutObject s3:PutObject, on the object's ARN
+  (arn:aws:s3:::bucket/key); an SSE-KMS bucket's keys are not modelled here (no case uses one).
 
 An operation this table does not know fails the test: a new call in the code must be mapped here
 (and granted) before it can pass.
@@ -226,6 +228,8 @@ def needs_of(call: Call, facts: Facts) -> list[Need]:
             Need(role, via, "events:PutEvents", facts.bus_arn(e.get("EventBusName")), because)
             for e in p["Entries"]
         ]
+    if call.service == "s3" and op in ("GetObject", "PutObject"):
+        return [Need(role, via, f"s3:{op}", f"arn:{facts.partition}:s3:::{p['Bucket']}/{p['Key']}", because)]
     if call.service == "sts" and op == "GetCallerIdentity":
         return []  # needs no permission
     raise AssertionError(

@@ -6,12 +6,18 @@ What the services do with our roles, read from the plan:
 - an SQS event source mapping receives, deletes and reads the queue's attributes with the function's
   role (AWS: "Lambda execution role permissions" for SQS: ReceiveMessage, DeleteMessage,
   GetQueueAttributes; kms:Decrypt for an SSE-KMS queue);
-- an on-failure destination of an asynchronous invocation is sent with the function's role;
+- an on-failure destination of an asynchronous invocation is sent with the function's role; to an S3
+  bucket, Lambda writes the record under aws/lambda/async/<function>/ and needs s3:ListBucket on the
+  bucket as well (AWS: "Capturing records of Lambda asynchronous invocations", execution role
+  permissions of an Amazon S3 destination: s3:PutObject and s3:ListBucket,
+  https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html);
 - a pipe reads its SQS source (ReceiveMessage, DeleteMessage, GetQueueAttributes), invokes its
   enrichment, puts on its target bus and writes its log group with the pipe's role;
 - each role is assumed by the service that uses it, under the conditions its trust policy sets;
 - EventBridge rule targets: a Lambda target needs a resource-based permission for the rule, an SQS
-  target (and a target's dead-letter queue) a queue policy letting events.amazonaws.com send for it.
+  target (and a target's dead-letter queue) a queue policy letting events.amazonaws.com send for it;
+- S3 event notifications: the queue a bucket notifies needs a queue policy letting s3.amazonaws.com
+  send for that bucket (aws:SourceArn) of this account (aws:SourceAccount).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from tests.terraform.iam.plan import ACCOUNT, PARTITION, REGION
 from tests.terraform.iam.policy import Request, Statement, _glob, evaluate
 
 LOG_STREAM = "2026/11/30/[$LATEST]0123456789abcdef0123456789abcdef"
+# Where Lambda's S3 destination puts a record: aws/lambda/async/<function-name>/ then this.
+S3_RECORD_KEY = "2026/11/30/2026-11-30T10.00.04-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 
 # (statement sid, action) -> why no recorded call shows the grant used. Keep it short: every entry is a
 # permission our tests cannot see being needed.
@@ -70,6 +78,13 @@ def platform_needs(g: Granted, facts: Facts, function_roles: Mapping[str, str]) 
         for destination in (config.get("destination_config") or [{}])[0].get("on_failure") or []:
             arn = destination["destination"]
             via = f"Lambda on-failure destination of {name}"
+            if arn.startswith(f"arn:{PARTITION}:s3:::"):
+                key = f"{arn}/aws/lambda/async/{name}/{S3_RECORD_KEY}"
+                needs += [
+                    Need(roles[name], via, "s3:PutObject", key, "a failed invocation's record"),
+                    Need(roles[name], via, "s3:ListBucket", arn, "Lambda's S3 destination requires it"),
+                ]
+                continue
             assert ":sqs:" in arn, f"a destination type this test does not know: {arn}"
             needs.append(Need(roles[name], via, "sqs:SendMessage", arn, "a failed invocation's record"))
             if facts.queue_keys.get(arn):
@@ -206,18 +221,21 @@ def trust(g: Granted, function_roles: Mapping[str, str]) -> list[Problem]:
     return problems
 
 
-def _queue_policy_allows(g: Granted, queue: str, source_arn: str) -> bool:
+def _queue_policy_allows(
+    g: Granted, queue: str, source_arn: str, service: str = "events.amazonaws.com", account: str = ACCOUNT
+) -> bool:
     statements = g.queue_policies.get(queue)
     if statements is None:
         return False
-    context = {"aws:SourceArn": source_arn, "aws:SourceAccount": ACCOUNT, "aws:SecureTransport": "true"}
-    request = Request("sqs:SendMessage", queue, context, {"Service": "events.amazonaws.com"})
+    context = {"aws:SourceArn": source_arn, "aws:SourceAccount": account, "aws:SecureTransport": "true"}
+    request = Request("sqs:SendMessage", queue, context, {"Service": service})
     return evaluate(statements, request).allowed
 
 
 def rule_targets(g: Granted) -> tuple[list[Problem], set[tuple[str, str]]]:
-    """Every rule target can be delivered to (and dead-lettered) by EventBridge; returns the problems
-    and the resource-policy grants that are used, as (statement document, sid) pairs."""
+    """Every rule target can be delivered to (and dead-lettered) by EventBridge, and every S3 bucket
+    notification by S3; returns the problems and the resource-policy grants that are used, as
+    (statement document, sid) pairs."""
     problems: list[Problem] = []
     used: set[tuple[str, str]] = set()
     for target in g.targets:
@@ -253,8 +271,21 @@ def rule_targets(g: Granted) -> tuple[list[Problem], set[tuple[str, str]]]:
                 problems.append(
                     Problem("target", f"rule {rule['name']} cannot dead-letter to {dead_letter['arn']}")
                 )
-    # Every Allow of a queue policy names a service and the rules it serves: all must be targets.
+    for bucket, queue, prefix in g.bucket_notifications:
+        if not _queue_policy_allows(g, queue, bucket, "s3.amazonaws.com"):
+            problems.append(
+                Problem(
+                    "target", f"{bucket} cannot notify {queue} ({prefix}): its queue policy does not let S3"
+                )
+            )
+        elif _queue_policy_allows(g, queue, bucket, "s3.amazonaws.com", account="999999999999"):
+            problems.append(
+                Problem("target", f"{queue} lets S3 send for {bucket} of any account (no aws:SourceAccount)")
+            )
+    # Every Allow of a queue policy names a service and the rules (or buckets) it serves: all must be
+    # targets (or notify it).
     targets_of = {(t["arn"], g.rules[t["rule"]]["arn"]) for t in g.targets}
+    targets_of |= {(queue, bucket) for bucket, queue, _prefix in g.bucket_notifications}
     targets_of |= {
         (d["arn"], g.rules[t["rule"]]["arn"]) for t in g.targets for d in t.get("dead_letter_config") or []
     }

@@ -57,6 +57,9 @@ class Granted:
     buses: list[str] = field(default_factory=list)
     log_groups: dict[str, str] = field(default_factory=dict)  # name -> ARN
     tables: list[dict[str, Any]] = field(default_factory=list)  # aws_dynamodb_table values
+    buckets: list[str] = field(default_factory=list)  # S3 bucket names
+    # (bucket ARN, queue ARN, key prefix) of each S3 event notification to a queue
+    bucket_notifications: list[tuple[str, str, str]] = field(default_factory=list)
 
     def role_of_arn(self, arn: str) -> Role:
         return self.roles[arn.rsplit("/", 1)[-1]]
@@ -143,6 +146,16 @@ def granted(planned: Planned) -> Granted:
     g.schedule_groups = [v["name"] for v in planned.of("aws_scheduler_schedule_group").values()]
     g.buses = [v["name"] for v in planned.of("aws_cloudwatch_event_bus").values()]
     g.tables = list(planned.of("aws_dynamodb_table").values())
+    g.buckets = [v["bucket"] for v in planned.of("aws_s3_bucket").values()]
+    for values in planned.of("aws_s3_bucket_notification").values():
+        for queue in values.get("queue") or []:
+            g.bucket_notifications.append(
+                (
+                    f"arn:{PARTITION}:s3:::{values['bucket']}",
+                    queue["queue_arn"],
+                    queue.get("filter_prefix") or "",
+                )
+            )
     return g
 
 

@@ -108,6 +108,9 @@ def computed(rtype: str, values: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"arn": f"arn:{p}:pipes:{r}:{a}:pipe/{name}", "id": name}
     if rtype == "aws_dynamodb_table":
         return {"arn": f"arn:{p}:dynamodb:{r}:{a}:table/{name}", "id": name}
+    if rtype == "aws_s3_bucket":
+        bucket = values["bucket"]
+        return {"arn": f"arn:{p}:s3:::{bucket}", "id": bucket, "bucket": bucket}
     if rtype == "aws_sns_topic":
         return {"arn": f"arn:{p}:sns:{r}:{a}:{name}", "id": f"arn:{p}:sns:{r}:{a}:{name}"}
     return None

@@ -6,6 +6,11 @@ batch (the pipe's role); each event is routed by the planned rules' own patterns
 EventBridge matcher); a retry rule's event runs the redrive function (its role), which invokes the
 source, publishes to its topic, creates a schedule or gives up. The enrichment also gets a batch
 with a record too large for the bus and one that no longer fits the request (its two sends).
+
+A source whose on-failure destination is the module's bucket: Lambda writes the record there with
+the source's role, S3 notifies the failure queue (as S3: its queue policy is checked by
+``check.rule_targets``), the enrichment reads the object and the redrive reads the payload of one too
+large for the bus back through its pointer.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from serverless_retry.selfheal.types import BUS_DETAIL_TYPE, BUS_SOURCE
 from serverless_retry.testing import lambda_context
 from serverless_retry_tools.local.event_pattern import matches
 
+from tests.functional.test_selfheal_large_records import s3_event
 from tests.selfheal_corpus import bus_event, destination_record, load, pipe_record
+from tests.terraform.iam.check import S3_RECORD_KEY
 from tests.terraform.iam.consumer_paths import load_handler
 from tests.terraform.iam.granted import Function
 from tests.terraform.iam.world import World, env_queue, function_by_handler, lambda_records
@@ -97,6 +104,26 @@ def failures(topic_mode: bool) -> list[tuple[str | None, dict[str, Any] | str]]:
     ]
 
 
+def s3_destinations(world: World) -> dict[str, str]:
+    """Function name -> the bucket its asynchronous invocations' failure records go to."""
+    out: dict[str, str] = {}
+    for config in world.granted.invoke_configs:
+        name = str(config["function_name"]).rsplit(":", 1)[-1]
+        for destination in (config.get("destination_config") or [{}])[0].get("on_failure") or []:
+            arn = str(destination["destination"])
+            if arn.startswith("arn:aws:s3:::"):
+                out[name] = arn.removeprefix("arn:aws:s3:::")
+    return out
+
+
+def write_record(world: World, role: str, function: str, *, bucket: str, body: str, n: int) -> dict[str, Any]:
+    """What Lambda's S3 destination does (with the function's role), and the S3 event notification."""
+    key = f"aws/lambda/async/{function}/{S3_RECORD_KEY[:-2]}{n:02d}"
+    with world.recorder.acting_as(role, f"Lambda on-failure destination of {function}"):
+        world.s3.put_object(Bucket=bucket, Key=key, Body=body.encode())
+    return s3_event(bucket, key, len(body.encode()))
+
+
 def every_path(world: World, topic_mode: bool) -> None:
     g = world.granted
     enrichment = function_by_handler(g, ENRICHMENT)
@@ -113,10 +140,21 @@ def every_path(world: World, topic_mode: bool) -> None:
         with world.environment(function), world.recorder.acting_as(function.role, f"code of {function.name}"):
             return handlers[function.name](event, lambda_context(function.name))
 
-    # Lambda sends each failed invocation's record with the function's role.
-    for function_name, record in failures(topic_mode):
+    # Lambda sends each failed invocation's record with the function's role (to a bucket: it writes it
+    # there, and S3 notifies the failure queue). One record per bucket source is too large for the bus.
+    buckets = s3_destinations(world)
+    paths = failures(topic_mode)
+    big = {"errorType": CONNECTION[0], "errorMessage": CONNECTION[1], "stackTrace": []}
+    paths += [(f, destination_record({"blob": "s" * 300_000}, big, function=f)) for f in sorted(buckets)]
+    for n, (function_name, record) in enumerate(paths):
         body = record if isinstance(record, str) else json.dumps(record)
         role = world.external.functions.get(function_name or "")
+        if role is not None and function_name in buckets:
+            notification = write_record(
+                world, role, function_name, bucket=buckets[function_name], body=body, n=n
+            )
+            world.sqs.send_message(QueueUrl=failure_queue.url, MessageBody=json.dumps(notification))
+            continue
         if role is None:
             world.sqs.send_message(QueueUrl=failure_queue.url, MessageBody=body)
             continue
@@ -149,6 +187,11 @@ def every_path(world: World, topic_mode: bool) -> None:
             if target["arn"] == redrive.arn:
                 run(redrive, event)
     assert routed, "no event reached the bus"
+    if buckets:  # the enrichment read the records, the redrive a payload through its pointer
+        readers = {
+            c.actor.role for c in world.recorder.calls if (c.service, c.operation) == ("s3", "GetObject")
+        }
+        assert {enrichment.role, redrive.role} <= readers, f"S3 read back by {readers} only"
 
     # Too large for the bus (to the retry-exhausted queue, whole) and no longer fitting this batch's
     # request (back to the failure queue): built as the pipe would hand them over.

@@ -4,7 +4,9 @@ services our functions rely on played by the harness, each acting with the role 
 What the harness plays, and as whom (the recorder attributes each call to that role):
 - an event source mapping receives and deletes with the function's role;
 - the pipe receives, calls the enrichment, puts on the bus and deletes with the pipe's role;
-- Lambda's on-failure destination sends with the failed function's role.
+- Lambda's on-failure destination sends (to a queue) or writes (to a bucket) with the failed
+  function's role; S3's notification of a new object goes to its queue as S3 (not recorded: the
+  queue policy lets it, which ``check.rule_targets`` checks).
 The Scheduler's deliveries are derived from each CreateSchedule (``actions.scheduler_delivery``), and
 EventBridge's rule targets from the plan (``check``): those are the services' own principals.
 """
@@ -63,6 +65,7 @@ class World:
     def __post_init__(self) -> None:
         self.sqs = boto3.client("sqs", region_name=REGION)
         self.events = boto3.client("events", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
 
     @property
     def facts(self) -> Facts:
@@ -86,6 +89,8 @@ class World:
                 )
         for bus in g.buses:
             self.events.create_event_bus(Name=bus)
+        for bucket in g.buckets:
+            self.s3.create_bucket(Bucket=bucket)
         scheduler = boto3.client("scheduler", region_name=REGION)
         for group in g.schedule_groups:
             scheduler.create_schedule_group(Name=group)
