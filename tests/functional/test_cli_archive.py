@@ -451,7 +451,7 @@ def test_usage_errors_of_the_parser(argv: list[str], capsys: pytest.CaptureFixtu
     ("argv", "says"),
     [
         (["redrive", "--archive", LOCATION, "--native"], "--native: not with --archive"),
-        (["redrive", "--archive", LOCATION, "--to-function"], "--to-function: not with --archive"),
+        (["redrive", "--archive", LOCATION, "--to-function", "--to-queue-url", "https://q"], "not both"),
         (["discard", "--archive", LOCATION, "--queue-url", "https://q"], "not with --queue-url"),
         (["inspect", "--archive", LOCATION, "--match", "(a"], "not a valid RE2"),
         (["inspect", "--archive", LOCATION, "--backlog"], "not with --archive"),

@@ -145,3 +145,65 @@ def test_inspect_shows_the_pointer_not_an_empty_payload(
     assert cli.main(common) == 0
     assert "in S3: s3://" in capsys.readouterr().out
     assert world.world.counts(world.world.exhausted) == (1, 0)
+
+
+ARCHIVE = "s3://archive-bkt/serverless-retry/"
+
+
+def _archived(world: Pointers, monkeypatch: pytest.MonkeyPatch, fake: FakeLambda) -> str:
+    """The pointer-only record as the archiver keeps it (drained from the self-healing exhausted queue)."""
+    from serverless_retry_tools.commands import archive_redrive
+
+    from tests.functional.test_cli_archive import put_archived
+
+    world.s3.create_bucket(Bucket="archive-bkt")
+    monkeypatch.setattr(archive_redrive, "s3_client", lambda args: world.s3)
+    monkeypatch.setattr(archive_redrive, "lambda_client", lambda args: fake)
+    w = world.world
+    w.tick()
+    [received] = w.all_messages(w.exhausted)
+    return put_archived(
+        world.s3,
+        received,
+        bucket="archive-bkt",
+        prefix="serverless-retry/",
+        archive_queue_arn=w.arn(w.exhausted),
+        source_queue_arn=None,
+        place="selfheal-exhausted",
+    )
+
+
+def test_the_archive_redrives_a_pointer_record_to_its_function_once(
+    pointers: tuple[Pointers, FakeLambda], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, fake = pointers
+    world.exhausted()
+    key = _archived(world, monkeypatch, fake)
+    common = ["redrive", "--archive", ARCHIVE, "--to-function"]
+    assert cli.main([*common, "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["moved_keys"] == [key]
+    assert fake.calls == []
+    assert cli.main([*common, "--yes", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["moved_keys"], report["routes"]) == ([key], {key: REINDEX_ARN})
+    [(function, payload)] = fake.invoked
+    assert (function, read(payload).event) == (REINDEX_ARN, LARGE)
+    assert cli.main([*common, "--yes", "--json"]) == 0  # marked: a later run leaves it
+    assert json.loads(capsys.readouterr().out)["already_keys"] == [key]
+    assert len(fake.invoked) == 1
+
+
+def test_the_archive_refuses_a_pointer_record_whose_object_is_gone(
+    pointers: tuple[Pointers, FakeLambda], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, fake = pointers
+    world.exhausted()
+    key = _archived(world, monkeypatch, fake)
+    world.s3.delete_object(Bucket=BUCKET, Key=KEY)
+    assert cli.main(["redrive", "--archive", ARCHIVE, "--to-function", "--yes", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    [failure] = report["failures"]
+    assert failure["key"] == key
+    assert "is gone" in failure["error"]
+    assert (report["moved"], fake.calls) == (0, [])
+    assert json.loads(world.s3.get_object(Bucket="archive-bkt", Key=key)["Body"].read())["redriven"] == []

@@ -8,6 +8,10 @@ chain's next attempt and so takes the chain's claim (no second chain for one mes
 DLQ caught goes back as that same copy; ``--reset-attempts`` sends the original body and attributes
 (the record's ``original``) with a fresh budget; a plain DLQ message goes back verbatim. Refusals are
 the queue form's (:func:`~serverless_retry.queue_redrive.refusal`: a self-healing record goes to no queue).
+With ``--to-function`` a self-healing record (archived from the self-healing retry-exhausted queue)
+re-invokes the function that failed instead, as from the queue: its payload read back through its S3
+pointer when it has one (:mod:`serverless_retry_tools.commands.selfheal_pointer`); anything else is
+refused.
 
 One run: the keys are listed before the first send (objects archived meanwhile are a later run's);
 each chain goes back at most once (:class:`~serverless_retry.queue_redrive.RunMemory`); a record
@@ -38,6 +42,7 @@ from serverless_retry.queue_redrive import (
     RunMemory,
     Sender,
     describe_error,
+    lambda_sender,
     outgoing_message,
     refusal,
     sqs_sender,
@@ -48,9 +53,10 @@ from serverless_retry_tools.commands.archive_objects import ArchiveObjects, Arch
 from serverless_retry_tools.commands.archive_scan import Found, Unreadable, age_text, judge, s3_client, short
 from serverless_retry_tools.commands.archive_select import archive_filters, listed_keys
 from serverless_retry_tools.commands.args import UsageError
-from serverless_retry_tools.commands.aws import sqs_client
+from serverless_retry_tools.commands.aws import lambda_client, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.confirm import confirm
+from serverless_retry_tools.commands.selfheal_pointer import StoredPayloads
 from serverless_retry_tools.console import Progress, print_table
 from serverless_retry_tools.routing import SourceRouter
 
@@ -166,9 +172,15 @@ class _Run:
         run_id: str,
         now: Callable[[], datetime],
         pacer: Pacer,
+        invoker: Sender | None = None,
+        s3: Any = None,
     ) -> None:
         self.objects, self.destination = objects, destination
         self.options, self.again, self.now, self.pacer = options, again, now, pacer
+        # --to-function: the Invoke, and the payloads of records that point into S3 (read with the
+        # archive's S3 client: the same credentials)
+        self.invoker = invoker
+        self.stored = StoredPayloads(s3) if options.to_function else None
         self.memory = RunMemory()
         self.report = ArchiveRedrive(run_id=run_id, dry_run=options.dry_run)
 
@@ -184,6 +196,8 @@ class _Run:
         if repeat is not None:
             report.repeated.append((found, repeat))
             return True
+        if self.stored is not None:
+            return self._to_function(found, message, self.stored)
         url, why = self.destination.url(found)
         if url is None:
             report.unrouted.append((found, why))
@@ -198,17 +212,46 @@ class _Run:
             return True
         return self._send(found, message, url)
 
-    def _send(self, found: Found, message: ExhaustedMessage, url: str) -> bool:
+    def _to_function(self, found: Found, message: ExhaustedMessage, stored: StoredPayloads) -> bool:
+        report = self.report
+        if not stored.select(message):  # its payload is in S3 and could not be read back
+            report.failed.append((found, stored.unreadable[-1][1]))
+            report.stopped = stored.stopped
+            return stored.stopped is None
+        refused = refusal(message, self.options)
+        if refused is not None:
+            report.failed.append((found, refused))
+            return True
+        if self.options.dry_run:
+            self.memory.took(message)
+            report.moved.append((found, self.options.function or message.source, None))
+            return True
+        return self._send(found, message, None)
+
+    def _send(self, found: Found, message: ExhaustedMessage, url: str | None) -> bool:
+        """Send to the queue ``url``, or (None) invoke the function the record failed in."""
         report = self.report
         try:
-            outgoing = outgoing_message(
-                message,
-                reset_attempts=self.options.reset_attempts,
-                now=self.now(),
-                max_bytes=self.destination.max_bytes(url),
-            )
+            if url is None:
+                assert self.invoker is not None
+                outgoing = outgoing_message(
+                    message,
+                    reset_attempts=self.options.reset_attempts,
+                    now=self.now(),
+                    to_function=True,
+                    function=self.options.function,
+                )
+                sender, url = self.invoker, str(outgoing.function)
+            else:
+                outgoing = outgoing_message(
+                    message,
+                    reset_attempts=self.options.reset_attempts,
+                    now=self.now(),
+                    max_bytes=self.destination.max_bytes(url),
+                )
+                sender = self.destination.sender(url)
             self.pacer.wait()
-            sent_id = self.destination.sender(url)(message, outgoing)
+            sent_id = sender(message, outgoing)
         except Exception as exc:  # nothing was sent: the record stays unmarked, for a later run
             report.failed.append((found, describe_error(exc)))
             if _message_level(exc):
@@ -258,9 +301,10 @@ def _message_level(exc: BaseException) -> bool:
 
 
 def _check(args: argparse.Namespace) -> None:
-    for flag, given in (("--native", args.native), ("--to-function", args.to_function)):
-        if given:
-            raise UsageError(f"{flag}: not with --archive (an archive redrive sends to queues)")
+    if args.native:
+        raise UsageError("--native: not with --archive (SQS's move task works on a queue)")
+    if args.to_function and args.to_queue_url:
+        raise UsageError("--to-function or --to-queue-url, not both")
 
 
 def _print(report: ArchiveRedrive, now: datetime) -> None:
@@ -318,12 +362,21 @@ def cmd_redrive_archive(args: argparse.Namespace) -> int:
         reset_attempts=args.reset_attempts,
         dry_run=args.dry_run,
         message_group_id=args.message_group_id,
+        to_function=bool(args.to_function),
+        function=args.to_function if isinstance(args.to_function, str) else None,
     )
     filters = archive_filters(args, location, clock.now())
-    objects = ArchiveObjects(s3_client(args), location)
+    s3 = s3_client(args)
+    objects = ArchiveObjects(s3, location)
     destination = _Destination(sqs_client(args), args.to_queue_url, args.message_group_id)
     keys = list(listed_keys(objects, filters))  # the run's set, fixed before the first send
     where = args.to_queue_url or "each record's source queue"
+    if args.to_function:
+        where = (
+            f"function {args.to_function}"
+            if isinstance(args.to_function, str)
+            else "the function that failed"
+        )
     if not args.dry_run and not confirm(
         args,
         f"redrive up to {len(keys)} record(s) of {location} to {where}?",
@@ -338,6 +391,8 @@ def cmd_redrive_archive(args: argparse.Namespace) -> int:
         run_id=uuid.uuid4().hex,
         now=clock.now,
         pacer=Pacer(args.rate, time.monotonic, time.sleep),
+        invoker=lambda_sender(lambda_client(args)) if args.to_function and not args.dry_run else None,
+        s3=s3,
     )
     report = run.report
     report.listed = len(keys)

@@ -63,13 +63,15 @@ original body and attributes with a fresh budget. Plain DLQ messages go back ver
 destination record) says failed, with the event as it first arrived and its retry state continued
 (--reset-attempts: as it first arrived, a fresh budget); --to-function NAME only that function. A
 self-healing record is refused for --to-queue-url, and any other message for --to-function: it stays.
+A self-healing record whose payload is in S3 (payload null, a payload_ref) is read back through its
+pointer, sha256-checked; one whose object is gone or changed is refused and stays.
 --native (StartMessageMoveTask) moves every message of a DLQ fed by an SQS redrive policy, unchanged,
 at up to 500 messages a second; it refuses, saying why, for a retry-exhausted queue (final envelopes
 must be unwrapped), Lambda destination records and Scheduler dead-letter events. Ctrl-C cancels the
 move task (CancelMessageMoveTask); serverless-retry move-tasks lists, follows and cancels them.
 --archive s3://BUCKET/PREFIX/ redrives archived records instead: what redrive from the queue would
-send for the same message, to --to-queue-url or the queue each record was consumed from; each object
-is then marked redriven (a conditional rewrite on its ETag). One run takes only the keys listed when it
+send for the same message, to --to-queue-url or the queue each record was consumed from (with
+--to-function, a self-healing record to the function that failed); each object is then marked redriven (a conditional rewrite on its ETag). One run takes only the keys listed when it
 starts and each chain once; a record already redriven is skipped unless --again.
 exit status: 0 ok; 1 partial failure (a message failed or had no source to go back to, the run
 stopped early, or the question was answered no: nothing was lost); 2 usage error (including --native
