@@ -26,12 +26,10 @@ RETRIES_PLANNED = "processing failed; retries planned"
 _LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
 
 
-class BatchItemFailure(TypedDict):
-    itemIdentifier: str
-
-
-class BatchResponse(TypedDict):
-    batchItemFailures: list[BatchItemFailure]
+# The functional form, with the types themselves: the class form would compile each annotation
+# (a string, from __future__) into a ForwardRef at import.
+BatchItemFailure = TypedDict("BatchItemFailure", {"itemIdentifier": str})  # noqa: UP013 (see above)
+BatchResponse = TypedDict("BatchResponse", {"batchItemFailures": list[BatchItemFailure]})  # noqa: UP013 (see above)
 
 
 @dataclass
