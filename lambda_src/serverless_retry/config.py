@@ -31,6 +31,7 @@ from serverless_retry.environment import (
 from serverless_retry.errors import ConfigError
 from serverless_retry.message import Processor
 from serverless_retry.policy import SQS_MAX_DELAY_SECONDS, RetryPolicy
+from serverless_retry.regex import LazyPattern
 
 if TYPE_CHECKING:
     from serverless_retry.payload_pointer import PayloadTarget
@@ -84,7 +85,7 @@ _MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200
 
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _PROCESSOR = re.compile(rf"^(?P<module>{_DOTTED}):(?P<attr>{_DOTTED})$")
-_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_TABLE_NAME = LazyPattern(r"^[A-Za-z0-9_.-]{3,255}$")  # compiled on first use: only with a table
 
 
 @dataclass(frozen=True)

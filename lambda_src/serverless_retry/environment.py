@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.errors import ConfigError, PolicyError
+from serverless_retry.regex import LazyPattern
 
 if TYPE_CHECKING:
     from serverless_retry.policy import RetryPolicy
@@ -75,7 +76,8 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 _SCHEDULE_GROUP = re.compile(r"^[0-9A-Za-z_.-]{1,64}$")
 # General purpose bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at
 # each end (S3's bucket naming rules).
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# (compiled on first use: a function without an archive never reads one)
+_BUCKET = LazyPattern(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 def required(env: Mapping[str, str], name: str) -> str:
