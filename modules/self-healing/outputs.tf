@@ -256,3 +256,8 @@ output "failure_records_bucket" {
     prefix = local.records_prefix
   } : null
 }
+
+output "failure_records_read_policy_json" {
+  description = "For whoever runs serverless-retry redrive --to-function on records whose payload is in S3: s3:GetObject on each S3 source's aws/lambda/async/<function-name>/* of the bucket (kms:Decrypt on failure_records.kms_key_arn when given), the enrichment's and redrive's own read; null when no source writes there."
+  value       = local.records_on ? data.aws_iam_policy_document.read_records.json : null
+}

@@ -263,6 +263,11 @@ run "only_the_s3_source_writes_to_the_bucket" {
     ])
     error_message = "Both functions' policies include the read."
   }
+
+  assert {
+    condition     = output.failure_records_read_policy_json == data.aws_iam_policy_document.read_records.json
+    error_message = "An operator who redrives records whose payload is in S3 gets the same read, and nothing more."
+  }
 }
 
 run "new_records_notify_the_failure_queue" {
@@ -312,6 +317,7 @@ run "without_an_s3_source_nothing_is_made" {
       length(data.aws_iam_policy_document.source_s3) == 0,
       length(data.aws_iam_policy_document.read_records.statement) == 0,
       output.failure_records_bucket == null,
+      output.failure_records_read_policy_json == null,
     ])
     error_message = "The default keeps today's behaviour: no bucket, no S3 permission."
   }
