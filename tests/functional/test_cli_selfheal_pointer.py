@@ -193,6 +193,21 @@ def test_the_archive_redrives_a_pointer_record_to_its_function_once(
     assert len(fake.invoked) == 1
 
 
+def test_inspect_of_the_archive_shows_the_pointer(
+    pointers: tuple[Pointers, FakeLambda], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from serverless_retry_tools.commands import archive_inspect
+
+    world, fake = pointers
+    detail = world.exhausted()
+    _archived(world, monkeypatch, fake)
+    monkeypatch.setattr(archive_inspect, "s3_client", lambda args: world.s3)
+    assert cli.main(["inspect", "--archive", ARCHIVE, "--bodies", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["oldest"]
+    assert row["payload_ref"] == detail["payload_ref"]
+    assert row["body"].startswith(f"in S3: s3://{BUCKET}/{KEY} (")
+
+
 def test_the_archive_refuses_a_pointer_record_whose_object_is_gone(
     pointers: tuple[Pointers, FakeLambda], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,7 @@ from serverless_retry_tools.commands.archive_scan import Found, Unreadable, age_
 from serverless_retry_tools.commands.archive_select import archive_filters, listed_keys
 from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.filters import filter_values
+from serverless_retry_tools.commands.selfheal_pointer import body_text, with_pointer
 from serverless_retry_tools.console import Progress, print_table
 
 __all__ = ["cmd_inspect_archive", "record_row"]
@@ -47,9 +48,7 @@ def record_row(found: Found, now: Any, bodies: bool) -> dict[str, Any]:
         "body_bytes": len(message.raw_body.encode("utf-8", "surrogatepass")),
         "redriven": found.redriven,
     }
-    if bodies:
-        row["body"] = message.body
-    return row
+    return with_pointer(row, message, bodies)
 
 
 def _scan(args: argparse.Namespace) -> tuple[list[Found], list[Unreadable], int, bool, Any]:
@@ -129,7 +128,7 @@ def cmd_inspect_archive(args: argparse.Namespace) -> int:
             short(f.message.reason or "-", 40) if f.message else "-",
             short(f.message.error or "-", 40) if f.message else "-",
             ", ".join(f"{m.get('at', '?')} -> {m.get('to', '?')}" for m in f.redriven) or "-",
-            *([short(f.message.body if f.message else "", 40)] if args.bodies else []),
+            *([short(body_text(f.message) if f.message else "", 40)] if args.bodies else []),
         )
         for f in oldest
     ]

@@ -20,7 +20,7 @@ from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError,
 from serverless_retry_tools.commands.aws import add_aws_arguments, cloudwatch_client, sqs_client
 from serverless_retry_tools.commands.clock import command_clock
 from serverless_retry_tools.commands.filters import add_filter_arguments, filter_options, filter_values
-from serverless_retry_tools.commands.selfheal_pointer import pointer_of, pointer_text
+from serverless_retry_tools.commands.selfheal_pointer import body_text, with_pointer
 from serverless_retry_tools.console import print_table
 
 EXAMPLES = """\
@@ -63,11 +63,6 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _body(message: ExhaustedMessage) -> str:
-    ref = pointer_of(message)
-    return message.body if ref is None else pointer_text(ref)
-
-
 def _row(message: ExhaustedMessage, inspection: Inspection, bodies: bool) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": message.envelope_id,
@@ -86,12 +81,7 @@ def _row(message: ExhaustedMessage, inspection: Inspection, bodies: bool) -> dic
         "receive_count": message.receive_count,
         "body_bytes": len(message.body.encode("utf-8", "surrogatepass")),
     }
-    ref = pointer_of(message)
-    if ref is not None:  # the payload stayed in S3: where, not an empty body
-        row["payload_ref"] = dict(ref)
-    if bodies:
-        row["body"] = _body(message)
-    return row
+    return with_pointer(row, message, bodies)  # a payload left in S3: where, not an empty body
 
 
 def _as_json(inspection: Inspection, bodies: bool) -> dict[str, Any]:
@@ -236,7 +226,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 m.error_type or "-",
                 _short(m.reason or "-", 50),
                 _short(m.error or "-", 50),
-                *([_short(_body(m), 40)] if args.bodies else []),
+                *([_short(body_text(m), 40)] if args.bodies else []),
             )
             for m in inspection.oldest
         ]

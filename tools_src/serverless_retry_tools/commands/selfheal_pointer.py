@@ -18,7 +18,7 @@ from serverless_retry.queue_redrive import ExhaustedMessage, RedriveReport, desc
 from serverless_retry.selfheal.stored import RecordChanged, RecordGone, payload_of
 from serverless_retry.selfheal.types import PayloadRef
 
-__all__ = ["StoredPayloads", "pointer_of", "pointer_text"]
+__all__ = ["StoredPayloads", "body_text", "pointer_of", "pointer_text", "with_pointer"]
 
 
 def pointer_of(message: ExhaustedMessage) -> PayloadRef | None:
@@ -32,6 +32,22 @@ def pointer_of(message: ExhaustedMessage) -> PayloadRef | None:
 
 def pointer_text(ref: PayloadRef) -> str:
     return f"in S3: s3://{ref.get('bucket')}/{ref.get('key')} ({ref.get('size')} bytes)"
+
+
+def body_text(message: ExhaustedMessage) -> str:
+    """What ``inspect`` shows as the body: the pointer where the payload stayed in S3."""
+    ref = pointer_of(message)
+    return message.body if ref is None else pointer_text(ref)
+
+
+def with_pointer(row: dict[str, Any], message: ExhaustedMessage, bodies: bool) -> dict[str, Any]:
+    """An ``inspect --json`` row with the pointer (when there is one) and, asked for, the body."""
+    ref = pointer_of(message)
+    if ref is not None:
+        row["payload_ref"] = dict(ref)
+    if bodies:
+        row["body"] = body_text(message)
+    return row
 
 
 class StoredPayloads:
