@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from serverless_retry.delivery import Outgoing, dedup_id
 from serverless_retry.envelope import Incoming, Outcome, RetryContext, attributes_from_record
 from serverless_retry.errors import UnhandledRecordError
-from serverless_retry.message import Exhausted, ExhaustedHook, Message
+from serverless_retry.message import ExhaustedHook, Message
 from serverless_retry.planning import RecordFacts
 from serverless_retry.record_reader import ReadRecord, group_of
 from serverless_retry.records import raw_text, record_id, unidentified_id
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from serverless_retry.batch_state import BatchState
     from serverless_retry.clock import Clock
     from serverless_retry.config import QueueTargets
+    from serverless_retry.exhausted import Exhausted
 
 __all__ = ["TRACEBACK_CHARS", "TRACEBACK_FRAMES", "FinalCopies", "short_traceback"]
 
@@ -134,6 +135,8 @@ class FinalCopies:
         if self.on_exhausted is not None and message_id not in state.repeat:
             # Not on the repeat path: this record's final decision was recorded (and the hook called)
             # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
+            from serverless_retry.exhausted import Exhausted  # (defined by the first message that ends)
+
             self._call_exhausted_hook(current, error, Exhausted(outcome, reason))
 
     def _call_exhausted_hook(

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from serverless_retry.envelope import (
     Incoming,
     MessageAttribute,
-    Outcome,
     RetryContext,
     attributes_from_record,
 )
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from serverless_retry.exhausted import Exhausted
 
 __all__ = [
     "Exhausted",
@@ -125,18 +126,10 @@ def _event_attribute(attribute: MessageAttribute) -> dict[str, Any]:
 Processor = Callable[[Message], object]
 
 
-@dataclass(frozen=True)
-class Exhausted:
-    """Why a message goes to the retry-exhausted queue, as the ``on_exhausted`` hook is told."""
-
-    outcome: Outcome  # exhausted, non-retryable, invalid-envelope or too-large-to-retry
-    reason: str  # the same text as the final copy's ``reason``
-
-
 # The exhausted hook (Sidekiq's sidekiq_retries_exhausted, Celery's on_failure): called with the
 # message, the processor's last error (None when no processor ran, e.g. an invalid envelope) and why,
 # once per message that goes to the retry-exhausted queue, before its copy is sent.
-ExhaustedHook = Callable[[Message, BaseException | None, Exhausted], object]
+ExhaustedHook = Callable[[Message, BaseException | None, "Exhausted"], object]
 
 
 # The consumer's hot path: one Message (and RetryContext) per record. A frozen dataclass's __init__
@@ -166,3 +159,14 @@ def first_delivery(
     fields["retry"] = context
     fields["record"] = record
     return message
+
+
+def __getattr__(name: str) -> object:
+    """``Exhausted``, defined in ``serverless_retry.exhausted`` and read here on first use: only a
+    message that ends makes one, so a batch that only succeeds does not define it at cold start."""
+    if name == "Exhausted":
+        from serverless_retry.exhausted import Exhausted
+
+        globals()[name] = Exhausted
+        return Exhausted
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ CORE, EDGE, ORCHESTRATION, ENTRY = 1, 2, 3, 4
 FLOORS = {
     **dict.fromkeys(
         [
-            "errors", "clock", "frozen_clock", "scaled_clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message",
+            "errors", "clock", "frozen_clock", "scaled_clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message", "exhausted",
             "records", "retry_log", "signing", "async_processor", "record_reader", "verdicts",
             "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
