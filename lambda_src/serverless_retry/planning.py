@@ -16,8 +16,6 @@ instead of silently expiring. A copy is a new message with a fresh retention, so
 is what must fit: an SQS delay longer than the retention becomes delay hops.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -116,7 +114,7 @@ class RecordFacts(NamedTuple):
     group_id: str | None = None
 
     @classmethod
-    def of(cls, record: Mapping[str, Any]) -> RecordFacts:
+    def of(cls, record: Mapping[str, Any]) -> "RecordFacts":
         attributes = record.get("attributes")
         if type(attributes) is not dict and not isinstance(attributes, Mapping):
             attributes = {}
@@ -299,7 +297,7 @@ def plan_failure(
     *,
     now: datetime,
     seed: int = 0,
-    signer: EnvelopeSigner | None = None,
+    signer: "EnvelopeSigner | None" = None,
 ) -> Step:
     """What to do with a record whose processing failed, decided at ``now`` (see decision_time); the
     next copy signed by ``signer`` (with the claims table: see the signing module)."""

@@ -2,8 +2,6 @@
 an early copy's due time decide: go on, wait as a new message until a time, hide this very message,
 hand it back as it is, or acknowledge it unrun. Pure types."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from enum import Enum
 from typing import NamedTuple
