@@ -4,8 +4,8 @@ A retried message carries its history in its body, because a Scheduler SQS targe
 message attributes. Pure: the time is passed in.
 """
 
-from __future__ import annotations
-
+# (No ``from __future__ import annotations``: class annotations stay real types, which a NamedTuple,
+# TypedDict or dataclass reads at import far cheaper than strings typing compiles into ForwardRefs.)
 import base64
 import binascii
 import hashlib
@@ -492,7 +492,7 @@ def unwrap(
     source: str,
     receive_count: int = 1,
     latest_due: datetime | None = None,
-    signer: EnvelopeSigner | None = None,
+    signer: "EnvelopeSigner | None" = None,
 ) -> Incoming:
     """Classify a received body. Never raises (but KeyUnavailable from ``signer``).
 
@@ -602,12 +602,12 @@ def waiting_copy(body: str, *, claimant: str, due_at: datetime | None = None) ->
 
 def next_envelope(
     incoming: Incoming,
-    decision: Decision,
+    decision: "Decision",
     error: BaseException,
     *,
     now: datetime,
     due_at: datetime | None = None,
-    signer: EnvelopeSigner | None = None,
+    signer: "EnvelopeSigner | None" = None,
 ) -> Envelope:
     """The envelope for the next attempt: attempt + 1, first_failed_at kept (now on the first failure),
     this failure appended to the history (the last HISTORY_LIMIT kept), error text cut, and the time the
@@ -649,12 +649,12 @@ def next_envelope(
 
 def encode_next_envelope(
     incoming: Incoming,
-    decision: Decision,
+    decision: "Decision",
     error: BaseException,
     *,
     now: datetime,
     due_at: datetime | None = None,
-    signer: EnvelopeSigner | None = None,
+    signer: "EnvelopeSigner | None" = None,
 ) -> str:
     """``encode(next_envelope(...))``, the same text, written directly: every retried record makes one,
     and building the dicts only to have the encoder sort and walk them again cost as much as the rest
@@ -740,7 +740,7 @@ def final_envelope(
     error: BaseException | None,
     reason: str,
     traceback_text: str = "",
-    signer: EnvelopeSigner | None = None,
+    signer: "EnvelopeSigner | None" = None,
 ) -> Envelope:
     """The envelope for the retry-exhausted queue: the body verbatim (the raw body for an invalid
     envelope), the history so far, the outcome and why, and the last error; signed by ``signer`` when
@@ -856,7 +856,7 @@ def at_expression(due: datetime) -> str:
     return f"at({due:%Y-%m-%dT%H:%M:%S})"
 
 
-def api_attributes(attributes: Mapping[str, MessageAttribute]) -> dict[str, MessageAttributeValueTypeDef]:
+def api_attributes(attributes: Mapping[str, MessageAttribute]) -> "dict[str, MessageAttributeValueTypeDef]":
     """Envelope form (binary as base64 text) → boto3 form (binary as bytes); bytes pass through, so
     attributes received from boto3 can be sent again as they are."""
     out: dict[str, MessageAttributeValueTypeDef] = {}

@@ -16,6 +16,8 @@ instead of silently expiring. A copy is a new message with a fresh retention, so
 is what must fit: an SQS delay longer than the retention becomes delay hops.
 """
 
+# (No ``from __future__ import annotations``: class annotations stay real types, which a NamedTuple,
+# TypedDict or dataclass reads at import far cheaper than strings typing compiles into ForwardRefs.)
 import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta

@@ -6,8 +6,8 @@ without claims): the Message straight from the record, the body never parsed. Ev
 original), which a failure of the hot path's Message gets too (``read_message``). Pure.
 """
 
-from __future__ import annotations
-
+# (No ``from __future__ import annotations``: class annotations stay real types, which a NamedTuple,
+# TypedDict or dataclass reads at import far cheaper than strings typing compiles into ForwardRefs.)
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -104,7 +104,7 @@ class ReadRecord(NamedTuple):
         source: str,
         receive_count: int,
         latest_due: datetime | None = None,
-        signer: EnvelopeSigner | None = None,
+        signer: "EnvelopeSigner | None" = None,
     ) -> Incoming:
         """``envelope.unwrap`` of this record (raises KeyUnavailable from ``signer``)."""
         attributes = attributes_from_record(self.record.get("messageAttributes") or {})

@@ -2,6 +2,8 @@
 an early copy's due time decide: go on, wait as a new message until a time, hide this very message,
 hand it back as it is, or acknowledge it unrun. Pure types."""
 
+# (No ``from __future__ import annotations``: class annotations stay real types, which a NamedTuple,
+# TypedDict or dataclass reads at import far cheaper than strings typing compiles into ForwardRefs.)
 from datetime import datetime
 from enum import Enum
 from typing import NamedTuple
