@@ -36,10 +36,16 @@ def native_runs(
 ) -> Iterator[Runs[tuple[str, int], tuple[int, subprocess.CompletedProcess[str]]]]:
     def run(case: tuple[str, int]) -> tuple[int, subprocess.CompletedProcess[str]]:
         module, k = case
-        part = split(workspace.dir(module) / "tests", PARTS.get(module, 1))[k]
-        part.write(workspace.dir(module) / f"tests-part-{k}")
+        parts = split(workspace.dir(module) / "tests", PARTS.get(module, 1))
+        part = parts[k]
+        # One part is the tests directory itself, where `terraform init` installed the modules that run
+        # blocks call (`module { source = ... }`, stream-retry's): in a copy they are "not installed".
+        directory = "tests"
+        if len(parts) > 1:
+            directory = f"tests-part-{k}"
+            part.write(workspace.dir(module) / directory)
         result = workspace.terraform.run(
-            ["test", "-no-color", f"-test-directory=tests-part-{k}"], workspace.dir(module), timeout=600
+            ["test", "-no-color", f"-test-directory={directory}"], workspace.dir(module), timeout=600
         )
         return part.runs, result
 
