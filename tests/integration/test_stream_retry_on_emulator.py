@@ -272,14 +272,15 @@ def test_a_poison_record_is_retried_to_exhaustion_while_its_shard_goes_on_in_ord
     # (Another run's on the same stack, if any, are other positions.)
     ours = {(p.shard_id, p.sequence_number) for p in by_order.values()}
     finals_of = Counter[tuple[str, str]]()
-    finals: dict[str, dict[str, Any]] = {}
+    # Keyed by (shard, sequence number): a sequence number is unique within its shard only.
+    finals: dict[tuple[str, str], dict[str, Any]] = {}
     for final in stack.finals(orders["exhausted_queue_url"]):
         shard, sequence, _ = _position(final)
         if (shard, sequence) in ours:
             finals_of[shard, sequence] += 1
-            finals[sequence] = final
+            finals[shard, sequence] = final
     assert finals_of == {(p.shard_id, p.sequence_number): 1 for p in puts if p.kind != "ok"}, finals
-    exhausted = finals[poison.sequence_number]
+    exhausted = finals[poison.shard_id, poison.sequence_number]
     envelope = exhausted["serverless_retry"]
     assert (envelope["outcome"], envelope["attempt"]) == ("exhausted", policy.max_attempts)
     assert envelope["reason"] == f"attempt {policy.max_attempts} >= max_attempts {policy.max_attempts}"
@@ -297,12 +298,16 @@ def test_a_poison_record_is_retried_to_exhaustion_while_its_shard_goes_on_in_ord
         assert next_failed - failed >= timedelta(seconds=h["delay_seconds"]) - ROUNDING, history
     assert _position(exhausted) == (poison.shard_id, poison.sequence_number, "A")
     invalid = by_order["invalid"]
-    refused = finals[invalid.sequence_number]["serverless_retry"]
+    refused = finals[invalid.shard_id, invalid.sequence_number]["serverless_retry"]
     assert (refused["outcome"], refused["attempt"]) == ("non-retryable", 1)
     assert refused["history"] == []
     assert refused["final_error"]["type"] == "NonRetryableError"
     assert refused["reason"].startswith("NonRetryableError")
-    assert _position(finals[invalid.sequence_number]) == (invalid.shard_id, invalid.sequence_number, "A")
+    assert _position(finals[invalid.shard_id, invalid.sequence_number]) == (
+        invalid.shard_id,
+        invalid.sequence_number,
+        "A",
+    )
 
     # Nothing anywhere else: the on-failure queue (Lambda never gave up on a batch), the retry
     # queue's DLQ, the retry queue itself.
@@ -314,5 +319,5 @@ def test_a_poison_record_is_retried_to_exhaustion_while_its_shard_goes_on_in_ord
     places = Counter[str]()
     for p in puts:
         processed = p.kind == "ok" and any(r.order_id == p.order_id for r in runs)
-        places[p.order_id] += int(processed) + int(p.sequence_number in finals)
+        places[p.order_id] += int(processed) + int((p.shard_id, p.sequence_number) in finals)
     assert places == {p.order_id: 1 for p in puts}
