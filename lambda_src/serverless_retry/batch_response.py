@@ -1,27 +1,36 @@
 """A settled batch's result, its metrics line (carrying the batch's retry decisions) and its partial
-batch response: what the consumer hands back once its calls were made."""
+batch response: what the consumer hands back once its calls were made. ``batch_result`` reads the
+settled state once, in record order: the records handed back, and whether the invocation must fail
+because a record without a messageId could be neither kept nor handed back."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from serverless_retry.observability import BatchCounts
+from serverless_retry.errors import UnhandledRecordError
+from serverless_retry.observability import RETRIES_PLANNED, BatchCounts, log_retries
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
+    from serverless_retry.batch_state import BatchState
     from serverless_retry.observability import ConsumerMetrics
     from serverless_retry.retry_log import RetryLogGroup
 
-__all__ = ["RETRIES_PLANNED", "BatchItemFailure", "BatchResponse", "BatchResult", "log_retries", "publish"]
+__all__ = [
+    "RETRIES_PLANNED",
+    "BatchItemFailure",
+    "BatchResponse",
+    "BatchResult",
+    "batch_result",
+    "check_unidentified",
+    "log_retries",
+    "publish",
+]
 
-# The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
-# messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
-# of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
-# are disabled). The final copies keep a line each.
-RETRIES_PLANNED = "processing failed; retries planned"
 # The Powertools Logger's own format keys: not copied onto the metrics line that carries the retries.
 _LOGGER_FORMAT_KEYS = frozenset({"level", "location", "message", "timestamp", "service", "sampling_rate"})
 
@@ -45,6 +54,7 @@ class BatchResult:
 
 def publish(result: BatchResult, metrics: ConsumerMetrics, logger: Logger) -> BatchResponse:
     """The batch's metrics published, its retries logged, and its partial batch response."""
+    response = result.response()
     try:
         # The retries' decisions ride on the batch's metrics line (EMF keeps properties that are
         # not metrics as log fields, searchable like any log line): a Powertools line of their own
@@ -57,7 +67,7 @@ def publish(result: BatchResult, metrics: ConsumerMetrics, logger: Logger) -> Ba
     else:
         if metrics.disabled:
             log_retries(logger, result.retries, result.retried)
-    return result.response()
+    return response
 
 
 def _decisions(logger: Logger, retries: list[RetryLogGroup], retried: int) -> dict[str, object] | None:
@@ -79,6 +89,39 @@ def _decisions(logger: Logger, retries: list[RetryLogGroup], retried: int) -> di
     return fields
 
 
-def log_retries(logger: Logger, retries: list[RetryLogGroup], retried: int) -> None:
-    if retries:
-        logger.info(RETRIES_PLANNED, extra={"retries": retries, "count": retried})
+def check_unidentified(state: BatchState, records: Sequence[Mapping[str, Any]], logger: Logger) -> None:
+    """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
+    name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
+    all. So fail the invocation (``UnhandledRecordError``) only when that takes nothing else back -
+    every other record goes back anyway - and otherwise say so loudly: it is a record no SQS event
+    source mapping makes."""
+    failed = state.failed
+    unsent = [key for key in state.unidentified if key in failed]
+    if not unsent:
+        return
+    if all(i in failed for i in (_id(r) for r in records) if i is not None):
+        log_retries(logger, state.retries, state.retried)  # the batch's metrics line never comes
+        raise UnhandledRecordError(
+            f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
+            "failing the invocation returns only them and records already handed back"
+        )
+    logger.error(
+        "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
+        "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
+        extra={"records": len(unsent)},
+    )
+
+
+def batch_result(state: BatchState, records: Sequence[Mapping[str, Any]]) -> BatchResult:
+    """The settled batch's result: the handed-back records' ids for batchItemFailures, in record
+    order, each once."""
+    failed = state.failed
+    ids = [i for i in (_id(r) for r in records) if i is not None and i in failed] if failed else []
+    return BatchResult(list(dict.fromkeys(ids)), state.counts, state.retries, state.retried)
+
+
+def _id(record: object) -> str | None:
+    """A record's messageId when batchItemFailures may name it: a non-empty string (an empty
+    itemIdentifier would fail the whole batch)."""
+    message_id = record.get("messageId") if isinstance(record, Mapping) else None
+    return message_id if isinstance(message_id, str) and message_id else None

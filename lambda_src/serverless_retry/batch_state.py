@@ -9,13 +9,12 @@ to every per-record step; after the loop ``deliver`` makes the calls and counts 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from serverless_retry.delivery import CallKind, Delivery, Outgoing, ScheduledRetry, VisibilityChange
 from serverless_retry.observability import BatchCounts
-from serverless_retry.records import record_id
 
 if TYPE_CHECKING:
     from serverless_retry.policy import Decision
@@ -189,17 +188,3 @@ class BatchState:
                     counts.retry_scheduled["visibility"] += 1
             elif change.kind is CallKind.WAIT and change.key not in not_changed:
                 counts.redelayed += 1
-
-    def failed_in_order(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
-        """The handed-back records' ids for batchItemFailures, in record order, each once."""
-        failed = self.failed
-        if not failed:
-            return []
-        out: list[str] = []
-        seen: set[str] = set()
-        for record in records:
-            message_id = record_id(record)  # never an empty itemIdentifier: it would fail the whole batch
-            if message_id is not None and message_id in failed and message_id not in seen:
-                seen.add(message_id)
-                out.append(message_id)
-        return out

@@ -48,7 +48,8 @@ from serverless_retry.batch_response import (
     BatchItemFailure,
     BatchResponse,
     BatchResult,
-    log_retries,
+    batch_result,
+    check_unidentified,
     publish,
 )
 from serverless_retry.batch_state import BatchState, short_error
@@ -264,7 +265,8 @@ class RetryingConsumer:
         records = sqs_records(event)
         if context is not None and isinstance(self.processor, IdempotentProcessor):
             self.processor.register_lambda_context(context)
-        return publish(self.process_batch(records), self.metrics, self.logger)
+        result = self.process_batch(records)
+        return publish(result, self.metrics, self.logger)
 
     @property
     def _admission(self) -> Admission | None:
@@ -307,15 +309,11 @@ class RetryingConsumer:
     def _respond(self, records: Sequence[Mapping[str, Any]], state: BatchState) -> BatchResult:
         state.deliver(self.delivery)
         if state.unidentified:
-            try:
-                self.final.unidentified_unsent(state, records)
-            except BaseException:  # the invocation fails: the batch's metrics line never comes
-                log_retries(self.logger, state.retries, state.retried)
-                raise
+            check_unidentified(state, records, self.logger)
         admission = self._admission
         if state.claimed and admission is not None:
             admission.finish(state)
-        return BatchResult(state.failed_in_order(records), state.counts, state.retries, state.retried)
+        return batch_result(state, records)
 
     def _process_record(self, record: Mapping[str, Any], state: BatchState) -> bool:
         """One record the whole way: read, admitted, run, its failure decided. True on success."""

@@ -3,20 +3,18 @@
 A record whose retries are over (exhausted, non-retryable, too large to retry, an invalid envelope,
 one that would expire held back behind its group) gets one final copy, planned into the batch's
 state with its reason; the ``on_exhausted`` hook hears of it before it is sent. A record the consumer
-cannot handle at all (``unhandled``) is kept the same way, its body or the record itself. After the
-calls, ``unidentified_unsent`` deals with the records without a messageId whose copy was not sent.
+cannot handle at all (``unhandled``) is kept the same way, its body or the record itself.
 """
 
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from serverless_retry.delivery import Outgoing, dedup_id
 from serverless_retry.envelope import Incoming, Outcome, RetryContext, attributes_from_record
-from serverless_retry.errors import UnhandledRecordError
 from serverless_retry.message import ExhaustedHook, Message
 from serverless_retry.planning import RecordFacts
 from serverless_retry.record_reader import ReadRecord, group_of
@@ -155,23 +153,3 @@ class FinalCopies:
                 "the on_exhausted hook failed; the message still goes to the retry-exhausted queue",
                 extra={"message_id": current.message_id, "retry_id": incoming.context.id},
             )
-
-    def unidentified_unsent(self, state: BatchState, records: Sequence[Mapping[str, Any]]) -> None:
-        """A record without a messageId whose exhausted copy could not be sent. batchItemFailures cannot
-        name it: an empty or unknown itemIdentifier fails the whole batch, acknowledged neighbours and
-        all. So fail the invocation only when that takes nothing else back - every other record goes
-        back anyway - and otherwise say so loudly: it is a record no SQS event source mapping makes."""
-        unsent = [key for key in state.unidentified if key in state.failed]
-        if not unsent:
-            return
-        others = [i for i in (record_id(r) for r in records) if i is not None]
-        if all(i in state.failed for i in others):
-            raise UnhandledRecordError(
-                f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
-                "failing the invocation returns only them and records already handed back"
-            )
-        self.logger.error(
-            "records without a messageId could not be sent to the retry-exhausted queue; they cannot be "
-            "handed back alone (an empty itemIdentifier fails the whole batch) and are dropped",
-            extra={"records": len(unsent)},
-        )

@@ -18,8 +18,9 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
@@ -182,3 +183,16 @@ _EMF_KEYS = frozenset(
 )
 # json.dumps with arguments builds a new encoder on every call: one, made once.
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+# The message of the one INFO line per batch that lists every retry the batch decided: "count" retried
+# messages, and "retries", a RetryLogGroup per distinct decision (error, attempt, transport) with each
+# of its messages' delays. It is the batch's EMF metrics line (a Powertools Logger line when metrics
+# are disabled). The final copies keep a line each.
+RETRIES_PLANNED = "processing failed; retries planned"
+
+
+def log_retries(logger: Logger, retries: Sequence[Mapping[str, Any]], retried: int) -> None:
+    """The batch's retries on a Logger line of their own (metrics disabled, or publishing failed)."""
+    if retries:
+        logger.info(RETRIES_PLANNED, extra={"retries": retries, "count": retried})
