@@ -57,9 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aws_lambda_powertools import Logger
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import DynamoDBClaims
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets
+from serverless_retry.consumer.claims import DynamoDBClaims
 from serverless_retry.errors import RetryableError
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy as ConsumerPolicy

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from serverless_retry.batch import RetryingProcessor, process_retrying_response, retrying_consumer
     from serverless_retry.clock import Clock, FrozenClock, ScaledClock, SystemClock
     from serverless_retry.config import ConsumerSettings, QueueTargets
-    from serverless_retry.consumer import (
+    from serverless_retry.consumer.retrying_consumer import (
         BatchResponse,
         BatchResult,
         IdempotentProcessor,
@@ -90,12 +90,12 @@ _HOMES = {
     "SystemClock": "clock",
     "ConsumerSettings": "config",
     "QueueTargets": "config",
-    "BatchResponse": "consumer",
-    "BatchResult": "consumer",
-    "IdempotentProcessor": "consumer",
-    "RetryingConsumer": "consumer",
-    "consumer_from_env": "consumer",
-    "idempotent_processor": "consumer",
+    "BatchResponse": "consumer.retrying_consumer",
+    "BatchResult": "consumer.retrying_consumer",
+    "IdempotentProcessor": "consumer.retrying_consumer",
+    "RetryingConsumer": "consumer.retrying_consumer",
+    "consumer_from_env": "consumer.retrying_consumer",
+    "idempotent_processor": "consumer.retrying_consumer",
     "RetryContext": "envelope",
     "ConfigError": "errors",
     "HttpError": "errors",

@@ -42,7 +42,7 @@ from serverless_retry.async_processor import (
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.config import ConsumerSettings, QueueTargets
-from serverless_retry.consumer import BatchResponse, RetryingConsumer, idempotent_processor
+from serverless_retry.consumer.retrying_consumer import BatchResponse, RetryingConsumer, idempotent_processor
 from serverless_retry.message import ExhaustedHook, Message, Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy

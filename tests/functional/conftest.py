@@ -23,10 +23,10 @@ import pytest
 from aws_lambda_powertools import Logger
 from moto import mock_aws
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import ClaimStore, DynamoDBClaims
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.claims import ClaimStore, DynamoDBClaims
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.message import Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy

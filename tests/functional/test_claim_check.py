@@ -231,7 +231,7 @@ def _redrive(big: Stack, clock: FrozenClock, env: dict[str, str], s3: Any = None
     """What the redrive function runs with ``env`` (its options and its resolver), without long polls:
     moto's time stands still under the frozen clock, and a wait would never end."""
     from serverless_retry.handlers.redrive_queue import _resolver, options_for
-    from serverless_retry.queue_redrive import redrive
+    from serverless_retry.redrive.queue import redrive
 
     return redrive(big.sqs, options_for({}, env), clock=clock, wait_seconds=0, resolve=_resolver(env, s3))
 
@@ -268,7 +268,7 @@ def test_without_the_archive_a_pointer_is_never_redriven_and_says_why(big: Stack
 
 
 def test_a_native_move_of_a_queue_of_pointers_is_refused(big: Stack, clock: FrozenClock) -> None:
-    from serverless_retry.native_redrive import check_native
+    from serverless_retry.redrive.native import check_native
 
     s3 = boto3.client("s3", region_name=REGION)
     _exhausted_pointer(big, clock, s3)

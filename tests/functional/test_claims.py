@@ -21,12 +21,18 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import KEY_ITEM, TAKEOVER_GRACE_SECONDS, DynamoDBClaims, Finish, claim_key
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.claims import (
+    KEY_ITEM,
+    TAKEOVER_GRACE_SECONDS,
+    DynamoDBClaims,
+    Finish,
+    claim_key,
+)
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
-from serverless_retry.queue_redrive import decode, outgoing_message
+from serverless_retry.redrive.queue import decode, outgoing_message
 from serverless_retry.testing import sqs_record
 
 from tests.support.fakeaws import FakeDynamoDBClient

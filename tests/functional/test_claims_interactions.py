@@ -20,17 +20,17 @@ from datetime import timedelta
 from typing import Any
 
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import (
+from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer.claims import (
     MAX_RETENTION_SECONDS,
     DynamoDBClaims,
     claim_key,
     lease_seconds,
 )
-from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
-from serverless_retry.queue_redrive import decode, outgoing_message
+from serverless_retry.redrive.queue import decode, outgoing_message
 from serverless_retry.testing import sqs_record
 
 from .conftest import Stack, event_from, failure_ids, make_consumer
@@ -323,8 +323,8 @@ def test_an_in_place_retry_is_not_late_by_the_batch_run_time(stack: Stack, clock
 
 # -- a final copy given up on twice: the redrive moves one and drops its twin ---------------------------------
 def test_a_redrive_moves_a_final_copy_once_and_drops_its_twin(stack: Stack, clock: FrozenClock) -> None:
-    from serverless_retry.queue_redrive import redrive
-    from serverless_retry.redrive_options import options_from_mapping
+    from serverless_retry.redrive.options import options_from_mapping
+    from serverless_retry.redrive.queue import redrive
 
     dynamodb = table()
     runs: list[int] = []

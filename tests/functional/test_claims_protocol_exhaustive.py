@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-import serverless_retry.claims as claims_module
-import serverless_retry.record_gate as record_gate_module
+import serverless_retry.consumer.claims as claims_module
+import serverless_retry.consumer.record_gate as record_gate_module
 from serverless_retry.planning import latest_due
 
 from tests.support.protocol_check import SCENARIOS, Config, Report, explore

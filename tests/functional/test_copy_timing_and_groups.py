@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from serverless_retry.clock import FrozenClock
-from serverless_retry.delivery import Outgoing, send_delay
+from serverless_retry.consumer.delivery import Outgoing, send_delay
 from serverless_retry.errors import NonRetryableError, RetryableError
 from serverless_retry.message import Message
 

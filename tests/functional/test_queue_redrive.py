@@ -11,8 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 from serverless_retry.clock import FrozenClock
 from serverless_retry.envelope import encode, unwrap
-from serverless_retry.queue_redrive import ExhaustedMessage, OutgoingMessage, decode, redrive
-from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
+from serverless_retry.redrive.options import RedriveOptions, options_from_mapping
+from serverless_retry.redrive.queue import ExhaustedMessage, OutgoingMessage, decode, redrive
 
 from tests.functional.redrive_world import ORDERS_ARN, PAYMENTS_ARN, World, event, make_world
 

@@ -20,14 +20,14 @@ from typing import Any
 import boto3
 import pytest
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import DynamoDBClaims
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.claims import DynamoDBClaims
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.handlers import redrive_queue
 from serverless_retry.message import Message
 from serverless_retry.policy import RetryPolicy
-from serverless_retry.queue_redrive import ExhaustedMessage, decode, redrive
-from serverless_retry.redrive_options import options_from_mapping
+from serverless_retry.redrive.options import options_from_mapping
+from serverless_retry.redrive.queue import ExhaustedMessage, decode, redrive
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.state import read, unqualified_function_arn
 from serverless_retry_tools import cli

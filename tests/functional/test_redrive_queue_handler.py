@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 from serverless_retry.clock import FrozenClock
 from serverless_retry.handlers import redrive_queue
-from serverless_retry.redrive_options import OptionsError
+from serverless_retry.redrive.options import OptionsError
 from serverless_retry.testing import lambda_context
 
 from tests.functional.redrive_world import World, event, make_world

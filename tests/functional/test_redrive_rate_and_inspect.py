@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 from serverless_retry.clock import FrozenClock
-from serverless_retry.queue_redrive import Pacer, inspect, redrive
-from serverless_retry.redrive_options import options_from_mapping
+from serverless_retry.redrive.options import options_from_mapping
+from serverless_retry.redrive.queue import Pacer, inspect, redrive
 
 from tests.functional.redrive_world import PAYMENTS_ARN, World, make_world
 

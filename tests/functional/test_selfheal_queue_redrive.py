@@ -16,8 +16,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from serverless_retry.clock import FrozenClock
 from serverless_retry.handlers import redrive_queue
-from serverless_retry.queue_redrive import decode, inspect, redrive
-from serverless_retry.redrive_options import OptionsError, options_from_mapping
+from serverless_retry.redrive.options import OptionsError, options_from_mapping
+from serverless_retry.redrive.queue import decode, inspect, redrive
 from serverless_retry.selfheal.records import failure_detail
 from serverless_retry.selfheal.state import read
 from serverless_retry_tools import cli
@@ -280,7 +280,7 @@ def test_the_cli_redrives_to_the_function_and_refuses_a_queue(
 
 
 def test_native_says_why_it_cannot_move_self_healing_records(live: World) -> None:
-    from serverless_retry.native_redrive import check_native
+    from serverless_retry.redrive.native import check_native
 
     _seed(live)
     live.tick()

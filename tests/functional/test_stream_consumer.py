@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 from serverless_retry.aws import AwsClients
-from serverless_retry.claims import DynamoDBClaims
 from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer.claims import DynamoDBClaims
 from serverless_retry.envelope import unwrap
 from serverless_retry.errors import NonRetryableError
 from serverless_retry.policy import RetryPolicy

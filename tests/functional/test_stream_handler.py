@@ -21,8 +21,8 @@ import pytest
 from serverless_retry import environment
 from serverless_retry.clock import FrozenClock
 from serverless_retry.errors import ConfigError
-from serverless_retry.queue_redrive import redrive
-from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.redrive.options import RedriveOptions
+from serverless_retry.redrive.queue import redrive
 from serverless_retry.streams.stream_message import StreamMessage
 from serverless_retry.terminal import read_terminal
 from serverless_retry.testing import lambda_context

@@ -13,8 +13,8 @@ from serverless_retry.config import ConsumerSettings
 from serverless_retry.envelope import sqs_message_size
 from serverless_retry.errors import ConfigError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
-from serverless_retry.queue_redrive import decode, redrive
-from serverless_retry.redrive_options import options_from_mapping
+from serverless_retry.redrive.options import options_from_mapping
+from serverless_retry.redrive.queue import decode, redrive
 from serverless_retry.terminal import FRAME_OVERHEAD_BYTES
 
 from .conftest import Stack, event_from, failure_ids, make_consumer

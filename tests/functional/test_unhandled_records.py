@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 import pytest
-from serverless_retry import record_reader as record_reader_module
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer import record_reader as record_reader_module
 from serverless_retry.errors import RetryableError, UnhandledRecordError
 from serverless_retry.message import Message
 from serverless_retry.testing import sqs_record

@@ -41,8 +41,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
-from serverless_retry.claims import CLAIM_CLAUSES, FINAL_CONDITION, FINISH_CONDITION, claim_holds
 from serverless_retry.clock import Clock, FrozenClock
+from serverless_retry.consumer.claims import CLAIM_CLAUSES, FINAL_CONDITION, FINISH_CONDITION, claim_holds
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -525,7 +525,7 @@ class FakeSchedulerClient:
 
 
 class FakeDynamoDBClient:
-    """The calls serverless_retry.claims makes, with its conditions interpreted (tests/functional/
+    """The calls serverless_retry.consumer.claims makes, with its conditions interpreted (tests/functional/
     test_claims_on_moto.py holds the same calls against moto's DynamoDB, which parses them)."""
 
     def __init__(
@@ -637,7 +637,7 @@ def _holds(condition: str, held: dict[str, Any] | None, values: dict[str, Any]) 
         return s("owner") == values[":owner"]["S"] and n("attempt") == int(values[":attempt"]["N"])
     if CLAIM_CLAUSES not in condition:
         raise AssertionError(f"condition not modelled: {condition}")
-    # The claim's condition, as serverless_retry.claims states it in Python (test_claims compares
+    # The claim's condition, as serverless_retry.consumer.claims states it in Python (test_claims compares
     # both with moto's DynamoDB).
     return claim_holds(
         held,

@@ -17,7 +17,7 @@ right after a call took effect), invocations whose response is lost, deletes tha
 comes back), duplicate deliveries, and stretches in which the Scheduler or the claims table refuse
 every call or every invocation dies after its claims. At set moments (:attr:`Variant.redrives`), while
 the consumer keeps running, an operator redrives both the DLQ (SQS's own move back to the source,
-StartMessageMoveTask) and the retry-exhausted queue (``serverless_retry.queue_redrive.redrive`` to the
+StartMessageMoveTask) and the retry-exhausted queue (``serverless_retry.redrive.queue.redrive`` to the
 source, with its own API faults); the last of them two weeks in, when claims written at the start have
 expired. The report counts per message where it ended and how often:
 
@@ -61,13 +61,13 @@ from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import ConsumerSettings
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy
-from serverless_retry.queue_redrive import ExhaustedMessage, OutgoingMessage, redrive, sqs_sender
-from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.redrive.options import RedriveOptions
+from serverless_retry.redrive.queue import ExhaustedMessage, OutgoingMessage, redrive, sqs_sender
 from serverless_retry.terminal import read_terminal
 
 from .fakeaws import ACCOUNT, FakeQueue, World, client_error, envelope_meta

@@ -93,7 +93,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import serverless_retry.claims as claims_module
+import serverless_retry.consumer.claims as claims_module
 
 # The consumer's whole condition in Python (``claims.claim_holds``) is what fakeaws evaluates; an
 # older package (e.g. 45e79c8, to show what the check finds there) has none: its condition here.
@@ -136,16 +136,16 @@ if not hasattr(claims_module, "claim_holds"):
 from aws_lambda_powertools import Logger  # noqa: E402
 from botocore.exceptions import ReadTimeoutError  # noqa: E402
 from serverless_retry.aws import AwsClients  # noqa: E402
-from serverless_retry.claims import DynamoDBClaims  # noqa: E402
 from serverless_retry.clock import FrozenClock  # noqa: E402
 from serverless_retry.config import QueueTargets  # noqa: E402
-from serverless_retry.consumer import RetryingConsumer  # noqa: E402
+from serverless_retry.consumer.claims import DynamoDBClaims  # noqa: E402
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer  # noqa: E402
 from serverless_retry.envelope import format_time  # noqa: E402
 from serverless_retry.errors import RetryableError  # noqa: E402
 from serverless_retry.message import Message  # noqa: E402
 from serverless_retry.observability import ConsumerMetrics  # noqa: E402
 from serverless_retry.policy import RetryPolicy  # noqa: E402
-from serverless_retry.queue_redrive import decode, outgoing_message  # noqa: E402
+from serverless_retry.redrive.queue import decode, outgoing_message  # noqa: E402
 from serverless_retry.terminal import read_terminal  # noqa: E402
 
 from .fakeaws import FakeQueue, Msg, World, envelope_meta  # noqa: E402

@@ -15,8 +15,8 @@ FLOORS = {
     **dict.fromkeys(
         [
             "errors", "clock", "frozen_clock", "scaled_clock", "backoff", "regex", "policy", "envelope", "terminal", "planning", "message", "exhausted",
-            "records", "retry_log", "signing", "async_processor", "record_reader", "verdicts",
-            "redrive_options", "environment", "config", "selfheal.types", "selfheal.state",
+            "consumer.unhandled_records", "retry_log", "signing", "async_processor", "consumer.record_reader", "consumer.verdicts",
+            "redrive.options", "environment", "config", "selfheal.types", "selfheal.state",
             "selfheal.records", "selfheal.rules", "selfheal.decorator",
             "selfheal.config", "payload_pointer",
             "streams.records", "streams.dynamodb_json", "streams.stream_message", "streams.reader",
@@ -26,16 +26,16 @@ FLOORS = {
     ),
     **dict.fromkeys(
         [
-            "aws", "delivery", "claims", "observability", "selfheal.metrics", "selfheal.function",
-            "idempotent_processor", "batch_state", "payload_store", "archive.store", "archive.metrics",
+            "aws", "consumer.delivery", "consumer.claims", "observability", "selfheal.metrics", "selfheal.function",
+            "consumer.idempotency", "consumer.batch_state", "payload_store", "archive.store", "archive.metrics",
             "selfheal.stored",
         ],
         EDGE,
     ),
     **dict.fromkeys(
         [
-            "consumer", "admission", "record_gate", "final_copies", "retry_copies", "batch_response",
-            "queue_redrive", "native_redrive", "selfheal.enrichment", "selfheal.redrive",
+            "consumer.retrying_consumer", "consumer.admission", "consumer.record_gate", "consumer.final_copies", "consumer.retry_copies", "consumer.batch_response",
+            "redrive.queue", "redrive.native", "selfheal.enrichment", "selfheal.redrive",
             "selfheal.reinvoke", "streams.handoff", "streams.consumer", "archive.archiver",
         ],
         ORCHESTRATION,
@@ -49,7 +49,11 @@ FLOORS = {
     ),
 }  # fmt: skip
 # The public API and the helpers for users' own tests may import from any floor.
-OUTSIDE_FLOORS = {"__init__", "selfheal.__init__", "handlers.__init__", "testing", "archive.__init__"}
+OUTSIDE_FLOORS = {
+    "__init__", "selfheal.__init__", "handlers.__init__", "testing", "archive.__init__", "consumer.__init__",
+    "redrive.__init__",
+    "queue_redrive",  # 0.2's import path of redrive.queue, re-exported for operators' scripts
+}  # fmt: skip
 AWS_LIBRARIES = ("boto3", "botocore", "aws_lambda_powertools")
 # The one Powertools import the core may make: Message.sqs_record hands the processor Powertools'
 # SQSRecord, a plain dict wrapper (no AWS call, no decision), imported on first read only.
@@ -85,8 +89,55 @@ def test_a_module_imports_only_its_floor_and_below(module: str) -> None:
         if name.startswith("serverless_retry."):
             target = name.removeprefix("serverless_retry.")
             target_floor = FLOORS.get(target, FLOORS.get(target + ".__init__", CORE))
-            if target in ("selfheal", "handlers"):
+            if target in ("selfheal", "handlers", "consumer"):
                 target_floor = ENTRY  # the packages' __init__ re-export from every floor
             assert target_floor <= floor, f"{module} (floor {floor}) imports {target} (floor {target_floor})"
         if floor == CORE and (module, name) not in CORE_VIEWS:
             assert not name.startswith(AWS_LIBRARIES), f"{module} is core but imports {name}"
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module's imports of other modules of the package, at any depth of the file (an import
+    inside a function, or under TYPE_CHECKING, still makes the two depend on each other)."""
+    modules = set(_modules())
+    graph: dict[str, set[str]] = {}
+    for module in modules:
+        tree = ast.parse((PACKAGE / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            for name in names:
+                target = name.removeprefix("serverless_retry.")
+                if not name.startswith("serverless_retry."):
+                    continue
+                if target not in modules:
+                    target = f"{target}.__init__"  # a package: its __init__
+                if target in modules and target != module:
+                    targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+def test_no_import_circle() -> None:
+    """No module reaches itself through its imports: the package is a stack of floors, each readable
+    with only what is below it in mind."""
+    graph = _import_graph()
+    circles: list[list[str]] = []
+    for start in sorted(graph):
+        # Depth-first from each module, bounded by the number of modules; a path back to the start
+        # is a circle (each is reported from its first module in order).
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            module, path = stack.pop()
+            for target in sorted(graph[module]):
+                if target == start:
+                    circles.append([*path, start])
+                elif target not in seen and target > start:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+    assert not circles, f"import circles: {circles}"

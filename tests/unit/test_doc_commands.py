@@ -45,7 +45,7 @@ from typing import Any, NoReturn
 import pytest
 from serverless_retry.errors import PolicyError
 from serverless_retry.handlers.redrive_queue import ENV_FROM_QUEUE_URLS, ENV_TO_QUEUE_URL, options_for
-from serverless_retry.redrive_options import OptionsError
+from serverless_retry.redrive.options import OptionsError
 from serverless_retry_tools import cli
 from serverless_retry_tools.commands import aws
 from serverless_retry_tools.commands.args import UsageError

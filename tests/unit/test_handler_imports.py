@@ -59,22 +59,23 @@ CASES = {
         | {
             "serverless_retry.async_processor",  # wraps the processor (asyncio is imported only for an async one)
             "serverless_retry.config",
-            "serverless_retry.batch_response",
-            "serverless_retry.batch_state",
-            "serverless_retry.consumer",
-            "serverless_retry.final_copies",
-            "serverless_retry.delivery",
-            "serverless_retry.idempotent_processor",
+            "serverless_retry.consumer",  # the package of the consumer's modules (its __init__ imports none)
+            "serverless_retry.consumer.batch_response",
+            "serverless_retry.consumer.batch_state",
+            "serverless_retry.consumer.retrying_consumer",
+            "serverless_retry.consumer.final_copies",
+            "serverless_retry.consumer.delivery",
+            "serverless_retry.consumer.idempotency",
             "serverless_retry.handlers.consumer",
             "serverless_retry.message",
             "serverless_retry.observability",
             "serverless_retry.planning",
-            "serverless_retry.record_gate",
-            "serverless_retry.record_reader",
-            "serverless_retry.records",
-            "serverless_retry.retry_copies",
+            "serverless_retry.consumer.record_gate",
+            "serverless_retry.consumer.record_reader",
+            "serverless_retry.consumer.unhandled_records",
+            "serverless_retry.consumer.retry_copies",
             # (terminal, the final message's code, is imported by the first record that ends)
-            "serverless_retry.verdicts",
+            "serverless_retry.consumer.verdicts",
         },
     ),
     # The stream consumer: the scheduled-retry consumer it hands retries to, and the streams package.
@@ -91,21 +92,22 @@ CASES = {
         | POLICY_MODULES
         | {
             "serverless_retry.async_processor",
-            "serverless_retry.batch_response",
-            "serverless_retry.batch_state",
-            "serverless_retry.config",
             "serverless_retry.consumer",
-            "serverless_retry.delivery",
-            "serverless_retry.final_copies",
+            "serverless_retry.consumer.batch_response",
+            "serverless_retry.consumer.batch_state",
+            "serverless_retry.config",
+            "serverless_retry.consumer.retrying_consumer",
+            "serverless_retry.consumer.delivery",
+            "serverless_retry.consumer.final_copies",
             "serverless_retry.handlers.stream",
-            "serverless_retry.idempotent_processor",
+            "serverless_retry.consumer.idempotency",
             "serverless_retry.message",
             "serverless_retry.observability",
             "serverless_retry.planning",
-            "serverless_retry.record_gate",
-            "serverless_retry.record_reader",
-            "serverless_retry.records",
-            "serverless_retry.retry_copies",
+            "serverless_retry.consumer.record_gate",
+            "serverless_retry.consumer.record_reader",
+            "serverless_retry.consumer.unhandled_records",
+            "serverless_retry.consumer.retry_copies",
             "serverless_retry.streams",
             "serverless_retry.streams.adapter",
             "serverless_retry.streams.consumer",
@@ -115,7 +117,7 @@ CASES = {
             "serverless_retry.streams.records",
             "serverless_retry.streams.settings",
             "serverless_retry.streams.stream_message",
-            "serverless_retry.verdicts",
+            "serverless_retry.consumer.verdicts",
         },
     ),
     # The archiver: terminal forms, claim-check payloads (a pointer is read through), the S3 store.
@@ -187,9 +189,10 @@ CASES = {
         COMMON
         | {
             "serverless_retry.handlers.redrive_queue",
-            "serverless_retry.native_redrive",
-            "serverless_retry.queue_redrive",
-            "serverless_retry.redrive_options",
+            "serverless_retry.redrive",  # the package of the redrive's modules (its __init__ imports none)
+            "serverless_retry.redrive.native",
+            "serverless_retry.redrive.queue",
+            "serverless_retry.redrive.options",
             "serverless_retry.selfheal",  # a queue may hold the pattern's records: read, never re-invoked here
             "serverless_retry.selfheal.records",
             "serverless_retry.selfheal.reinvoke",
@@ -240,7 +243,7 @@ def test_the_consumer_imports_no_botocore_errors_and_no_self_healing_code(tmp_pa
     code = (
         "import sys, serverless_retry.handlers.consumer\n"
         "print(sorted(m for m in sys.modules if m.startswith(('botocore.exceptions', 'serverless_retry.selfheal',"
-        " 'serverless_retry.claims'))))"
+        " 'serverless_retry.consumer.claims'))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False

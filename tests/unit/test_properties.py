@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serverless_retry.backoff import JITTERS, MAX_DELAY_SECONDS, STRATEGIES, Backoff
-from serverless_retry.delivery import Outgoing, send_delay
+from serverless_retry.consumer.delivery import Outgoing, send_delay
 from serverless_retry.envelope import (
     ENVELOPE_KEY,
     HISTORY_LIMIT,

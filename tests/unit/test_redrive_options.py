@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry.redrive_options import OptionsError, options_from_mapping, parse_duration, parse_rate
+from serverless_retry.redrive.options import OptionsError, options_from_mapping, parse_duration, parse_rate
 
 SRC = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-exhausted"
 DST = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"

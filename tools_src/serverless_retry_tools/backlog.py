@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from serverless_retry.clock import Clock
-from serverless_retry.queue_redrive import attribute_int
+from serverless_retry.redrive.queue import attribute_int
 
 __all__ = ["Backlog", "read_backlog"]
 

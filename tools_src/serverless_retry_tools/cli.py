@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from serverless_retry import __version__
 from serverless_retry.errors import PolicyError
-from serverless_retry.redrive_options import OPTION_KEYS, OptionsError
+from serverless_retry.redrive.options import OPTION_KEYS, OptionsError
 
 from serverless_retry_tools.commands import (
     discard,
@@ -81,7 +81,7 @@ def _flags_in(problem: str) -> str:
 
 
 def _aws_error(exc: BaseException) -> str:
-    from serverless_retry.queue_redrive import describe_error
+    from serverless_retry.redrive.queue import describe_error
 
     operation = getattr(exc, "operation_name", "")
     return f"AWS {operation + ': ' if operation else ''}{describe_error(exc)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import ClientError
-from serverless_retry.queue_redrive import ExhaustedMessage, OutgoingMessage, Sender, sqs_sender
+from serverless_retry.redrive.queue import ExhaustedMessage, OutgoingMessage, Sender, sqs_sender
 
 __all__ = ["SourceRouter"]
 

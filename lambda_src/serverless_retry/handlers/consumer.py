@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from serverless_retry.consumer import BatchResponse, consumer_from_env
+from serverless_retry.consumer.retrying_consumer import BatchResponse, consumer_from_env
 
 __all__ = ["consumer", "handler"]
 

@@ -1,7 +1,7 @@
 """Lambda entry point of the operator's redrive: ``serverless_retry.handlers.redrive_queue.handler``.
 
 The same redrive as ``serverless-retry redrive``, run inside AWS. Invoke it with the command's
-options as a JSON event (snake_case names, see :mod:`serverless_retry.redrive_options`)::
+options as a JSON event (snake_case names, see :mod:`serverless_retry.redrive.options`)::
 
     {"outcome": ["exhausted"], "error_type": "TimeoutError", "older_than": "1h",
      "max": 500, "rate": 20, "dry_run": true}
@@ -12,7 +12,7 @@ is on: ``SERVERLESS_RETRY_REDRIVE_FROM_QUEUE_URLS`` (comma-separated; the first 
 refused: the function's role reaches only these. The pass stops ``TIME_MARGIN_MS`` before the
 function's timeout and leaves the rest in place (``"complete": false``: invoke it again). One
 invocation is one run: it moves each message at most once and only what the queue held when it
-started (``"arrived"``, ``"repeated"``: left in place; see :mod:`serverless_retry.queue_redrive`).
+started (``"arrived"``, ``"repeated"``: left in place; see :mod:`serverless_retry.redrive.queue`).
 ``"native": true`` starts a StartMessageMoveTask and returns its handle without waiting.
 ``"to_function"`` is refused here (:data:`TO_FUNCTION_REFUSED`): the queues this function reads hold no
 record of a failed invocation (the consumer's envelopes, the source queue's dead letters), so its role
@@ -31,9 +31,9 @@ from aws_lambda_powertools import Logger
 from serverless_retry.aws import client
 from serverless_retry.clock import Clock, SystemClock
 from serverless_retry.environment import archive_location
-from serverless_retry.native_redrive import check_native, start_native
-from serverless_retry.queue_redrive import RedriveReport, Resolver, redrive
-from serverless_retry.redrive_options import OptionsError, RedriveOptions, options_from_mapping
+from serverless_retry.redrive.native import check_native, start_native
+from serverless_retry.redrive.options import OptionsError, RedriveOptions, options_from_mapping
+from serverless_retry.redrive.queue import RedriveReport, Resolver, redrive
 
 __all__ = [
     "ENV_FROM_QUEUE_URLS",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from serverless_retry.batch_response import BatchResponse
+from serverless_retry.consumer.batch_response import BatchResponse
 from serverless_retry.streams.consumer import stream_consumer_from_env
 
 __all__ = ["consumer", "handler"]

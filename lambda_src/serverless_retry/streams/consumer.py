@@ -36,11 +36,11 @@ from aws_lambda_powertools import Logger
 
 from serverless_retry.async_processor import synchronous
 from serverless_retry.aws import AwsClients
-from serverless_retry.batch_response import BatchResponse, BatchResult, publish
-from serverless_retry.batch_state import BatchState
 from serverless_retry.clock import Clock
 from serverless_retry.config import ConsumerSettings, QueueTargets
-from serverless_retry.consumer import RetryingConsumer
+from serverless_retry.consumer.batch_response import BatchResponse, BatchResult, publish
+from serverless_retry.consumer.batch_state import BatchState
+from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import EventShapeError, UnhandledRecordError
 from serverless_retry.message import ExhaustedHook, Processor
 from serverless_retry.observability import BatchCounts, ConsumerMetrics

@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from serverless_retry.consumer.record_reader import ReadRecord
+from serverless_retry.consumer.retry_copies import queue_copy
 from serverless_retry.envelope import original
 from serverless_retry.planning import Copy, Final, QueueFacts, RecordFacts, plan_failure
-from serverless_retry.record_reader import ReadRecord
-from serverless_retry.retry_copies import queue_copy
 
 if TYPE_CHECKING:
-    from serverless_retry.batch_state import BatchState
-    from serverless_retry.final_copies import FinalCopies
+    from serverless_retry.consumer.batch_state import BatchState
+    from serverless_retry.consumer.final_copies import FinalCopies
     from serverless_retry.policy import RetryPolicy
     from serverless_retry.streams.stream_message import StreamMessage
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from serverless_retry.clock import FrozenClock
-from serverless_retry.redrive_options import OptionsError
+from serverless_retry.redrive.options import OptionsError
 from serverless_retry.testing import lambda_context
 
 from tests.functional.redrive_world import World as Filler

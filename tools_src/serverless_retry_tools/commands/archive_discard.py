@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from serverless_retry.queue_redrive import describe_error
+from serverless_retry.redrive.queue import describe_error
 
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects
 from serverless_retry_tools.commands.archive_scan import Found, Unreadable, judge, s3_client

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from serverless_retry.queue_redrive import summarize
+from serverless_retry.redrive.queue import summarize
 
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects
 from serverless_retry_tools.commands.archive_scan import Found, Unreadable, age_text, judge, s3_client, short

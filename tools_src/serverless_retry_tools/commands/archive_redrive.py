@@ -2,19 +2,19 @@
 once per run, then mark its object redriven.
 
 What is sent is what ``redrive`` from the queue sends for the same message
-(:func:`serverless_retry.queue_redrive.outgoing_message` on the archived copy, decoded as a received
+(:func:`serverless_retry.redrive.queue.outgoing_message` on the archived copy, decoded as a received
 message is): by default the final envelope as the consumer wrote it, which its consumer reads as its
 chain's next attempt and so takes the chain's claim (no second chain for one message); a retry copy a
 DLQ caught goes back as that same copy; ``--reset-attempts`` sends the original body and attributes
 (the record's ``original``) with a fresh budget; a plain DLQ message goes back verbatim. Refusals are
-the queue form's (:func:`~serverless_retry.queue_redrive.refusal`: a self-healing record goes to no queue).
+the queue form's (:func:`~serverless_retry.redrive.queue.refusal`: a self-healing record goes to no queue).
 With ``--to-function`` a self-healing record (archived from the self-healing retry-exhausted queue)
 re-invokes the function that failed instead, as from the queue: its payload read back through its S3
 pointer when it has one (:mod:`serverless_retry_tools.commands.selfheal_pointer`); anything else is
 refused.
 
 One run: the keys are listed before the first send (objects archived meanwhile are a later run's);
-each chain goes back at most once (:class:`~serverless_retry.queue_redrive.RunMemory`); a record
+each chain goes back at most once (:class:`~serverless_retry.redrive.queue.RunMemory`); a record
 already redriven, by any run, is skipped unless ``--again``. After each send the object is rewritten
 with the mark appended (``{at, to, message_id, run}``), conditionally on the ETag read: a 412 (or 409)
 means it changed meanwhile; it is read again and marked again unless this run's mark is there."""
@@ -34,7 +34,8 @@ from typing import Any
 from botocore.exceptions import ClientError, ParamValidationError
 from serverless_retry.archive.record import RedriveMark
 from serverless_retry.envelope import format_time
-from serverless_retry.queue_redrive import (
+from serverless_retry.redrive.options import RedriveOptions
+from serverless_retry.redrive.queue import (
     DEFAULT_MAX_MESSAGE_BYTES,
     MESSAGE_ERRORS,
     ExhaustedMessage,
@@ -47,7 +48,6 @@ from serverless_retry.queue_redrive import (
     refusal,
     sqs_sender,
 )
-from serverless_retry.redrive_options import RedriveOptions
 
 from serverless_retry_tools.commands.archive_objects import ArchiveObjects, ArchiveReadError, StoredRecord
 from serverless_retry_tools.commands.archive_scan import Found, Unreadable, age_text, judge, s3_client, short

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serverless_retry.archive.record import RedriveMark
-from serverless_retry.queue_redrive import ExhaustedMessage
+from serverless_retry.redrive.queue import ExhaustedMessage
 
 from serverless_retry_tools.commands import aws
 from serverless_retry_tools.commands.archive_location import ArchiveKey

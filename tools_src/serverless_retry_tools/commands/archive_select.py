@@ -3,7 +3,7 @@
 Ages are measured from ``terminal_at`` (when the message was given up on, or reached its DLQ): the
 time range picks the days to list, and outcome and error type are read from the key. An object is
 read only when a filter needs its body: ``--source``, ``--match``, or a time bound that falls inside
-the object's day. A record is then judged by :func:`serverless_retry.queue_redrive.matches`, on the
+the object's day. A record is then judged by :func:`serverless_retry.redrive.queue.matches`, on the
 message the archived copy decodes to (:func:`record_message`), so a filter means on the archive what
 it means on the queue."""
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from serverless_retry.archive.record import ArchiveRecord
 from serverless_retry.envelope import api_attributes, attributes_from_record, parse_time
-from serverless_retry.queue_redrive import ExhaustedMessage, decode, matches
-from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.redrive.options import RedriveOptions
+from serverless_retry.redrive.queue import ExhaustedMessage, decode, matches
 from serverless_retry.regex import RE2Pattern, compile_re2
 
 from serverless_retry_tools.commands.archive_location import ArchiveKey, ArchiveLocation, key_safe, parse_key

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from serverless_retry.policy import retry_after_seconds
-from serverless_retry.redrive_options import OptionsError, parse_duration, parse_rate
+from serverless_retry.redrive.options import OptionsError, parse_duration, parse_rate
 
 __all__ = [
     "EXAMPLES_FORMATTER",

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from serverless_retry.queue_redrive import ExhaustedMessage, Scan, attribute_int, describe_error, matches
+from serverless_retry.redrive.queue import ExhaustedMessage, Scan, attribute_int, describe_error, matches
 
 from serverless_retry_tools.commands.archive_discard import cmd_discard_archive
 from serverless_retry_tools.commands.archive_location import is_archive_url, parse_archive_location

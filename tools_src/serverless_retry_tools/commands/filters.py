@@ -13,7 +13,7 @@ import argparse
 from typing import Any, get_args
 
 from serverless_retry.envelope import Outcome
-from serverless_retry.redrive_options import RedriveOptions
+from serverless_retry.redrive.options import RedriveOptions
 
 from serverless_retry_tools.commands.args import UsageError, duration
 

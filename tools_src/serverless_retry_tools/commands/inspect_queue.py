@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from serverless_retry.queue_redrive import ExhaustedMessage, Inspection, Scan, matches, summarize
+from serverless_retry.redrive.queue import ExhaustedMessage, Inspection, Scan, matches, summarize
 
 from serverless_retry_tools.backlog import Backlog, read_backlog
 from serverless_retry_tools.commands.archive_inspect import cmd_inspect_archive

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from serverless_retry.native_redrive import wait_native
+from serverless_retry.redrive.native import wait_native
 
 from serverless_retry_tools.commands.args import EXAMPLES_FORMATTER, UsageError, duration
 from serverless_retry_tools.commands.aws import add_aws_arguments, sqs_client

@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from serverless_retry.clock import Clock
-from serverless_retry.native_redrive import check_native, start_native, wait_native
-from serverless_retry.queue_redrive import ExhaustedMessage, RedriveReport, attribute_int, redrive
-from serverless_retry.redrive_options import RedriveOptions, options_from_mapping
+from serverless_retry.redrive.native import check_native, start_native, wait_native
+from serverless_retry.redrive.options import RedriveOptions, options_from_mapping
+from serverless_retry.redrive.queue import ExhaustedMessage, RedriveReport, attribute_int, redrive
 
 from serverless_retry_tools.commands.archive_location import parse_archive_location
 from serverless_retry_tools.commands.archive_redrive import cmd_redrive_archive

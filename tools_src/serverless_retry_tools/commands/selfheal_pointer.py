@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from serverless_retry.queue_redrive import ExhaustedMessage, RedriveReport, describe_error
+from serverless_retry.redrive.queue import ExhaustedMessage, RedriveReport, describe_error
 from serverless_retry.selfheal.stored import RecordChanged, RecordGone, payload_of
 from serverless_retry.selfheal.types import PayloadRef
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_retry.archive.record import ArchiveRecord
-from serverless_retry.consumer import RETRIES_PLANNED
+from serverless_retry.consumer.retrying_consumer import RETRIES_PLANNED
 from serverless_retry.retry_log import retry_log_entries
 from serverless_retry.terminal import read_terminal
 
@@ -85,7 +85,7 @@ def json_records(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 
 def retry_entries(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The retry decisions of one consumer log record, one per retried message: from a batch's
-    ``retries`` groups (the line the consumer writes, ``serverless_retry.consumer.RETRIES_PLANNED``;
+    ``retries`` groups (the line the consumer writes, ``serverless_retry.consumer.retrying_consumer.RETRIES_PLANNED``;
     ``retry_log_entries`` reads it), from a list of one entry per message (0.2.0's line), or the
     record itself (one line per retry, as earlier versions wrote)."""
     retries = record.get("retries")

@@ -20,18 +20,18 @@ import math
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from serverless_retry.claims import TAKEOVER_GRACE_SECONDS, Claim, ClaimStore, Finish, lease_seconds
+from serverless_retry.consumer.claims import TAKEOVER_GRACE_SECONDS, Claim, ClaimStore, Finish, lease_seconds
+from serverless_retry.consumer.verdicts import ACKNOWLEDGE, GO, HAND_BACK, Hide, Verdict, WaitUntil
 from serverless_retry.planning import DUE_SKEW_MARGIN_SECONDS
-from serverless_retry.verdicts import ACKNOWLEDGE, GO, HAND_BACK, Hide, Verdict, WaitUntil
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
     from serverless_retry.aws import AwsClients
-    from serverless_retry.batch_state import BatchState
     from serverless_retry.clock import Clock
     from serverless_retry.config import QueueTargets
-    from serverless_retry.record_reader import ReadRecord
+    from serverless_retry.consumer.batch_state import BatchState
+    from serverless_retry.consumer.record_reader import ReadRecord
     from serverless_retry.signing import EnvelopeSigner
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from serverless_retry.delivery import CallKind, Delivery, Outgoing, ScheduledRetry, VisibilityChange
+from serverless_retry.consumer.delivery import CallKind, Delivery, Outgoing, ScheduledRetry, VisibilityChange
 from serverless_retry.observability import BatchCounts
 
 if TYPE_CHECKING:

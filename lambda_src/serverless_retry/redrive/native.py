@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from serverless_retry.queue_redrive import Scan, attribute_int
+from serverless_retry.redrive.queue import Scan, attribute_int
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

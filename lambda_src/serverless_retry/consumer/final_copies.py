@@ -13,19 +13,19 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from serverless_retry.delivery import Outgoing, dedup_id
+from serverless_retry.consumer.delivery import Outgoing, dedup_id
+from serverless_retry.consumer.record_reader import ReadRecord, group_of
+from serverless_retry.consumer.unhandled_records import raw_text, record_id, unidentified_id
 from serverless_retry.envelope import Incoming, Outcome, RetryContext, attributes_from_record
 from serverless_retry.message import ExhaustedHook, Message
 from serverless_retry.planning import RecordFacts
-from serverless_retry.record_reader import ReadRecord, group_of
-from serverless_retry.records import raw_text, record_id, unidentified_id
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
-    from serverless_retry.batch_state import BatchState
     from serverless_retry.clock import Clock
     from serverless_retry.config import QueueTargets
+    from serverless_retry.consumer.batch_state import BatchState
     from serverless_retry.exhausted import Exhausted
 
 __all__ = ["TRACEBACK_CHARS", "TRACEBACK_FRAMES", "FinalCopies", "short_traceback"]

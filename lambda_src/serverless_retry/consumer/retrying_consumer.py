@@ -43,7 +43,9 @@ from aws_lambda_powertools import Logger
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.backoff import json_kind
-from serverless_retry.batch_response import (
+from serverless_retry.clock import Clock, SystemClock
+from serverless_retry.config import ENV_CLAIMS_TABLE, ConsumerSettings, QueueTargets
+from serverless_retry.consumer.batch_response import (
     RETRIES_PLANNED,
     BatchItemFailure,
     BatchResponse,
@@ -52,31 +54,35 @@ from serverless_retry.batch_response import (
     check_unidentified,
     publish,
 )
-from serverless_retry.batch_state import BatchState, short_error
-from serverless_retry.clock import Clock, SystemClock
-from serverless_retry.config import ENV_CLAIMS_TABLE, ConsumerSettings, QueueTargets
-from serverless_retry.delivery import Delivery, VisibilityChange
-from serverless_retry.errors import ConfigError, EventShapeError
-from serverless_retry.final_copies import FinalCopies, short_traceback
-from serverless_retry.idempotent_processor import (
+from serverless_retry.consumer.batch_state import BatchState, short_error
+from serverless_retry.consumer.delivery import Delivery, VisibilityChange
+from serverless_retry.consumer.final_copies import FinalCopies, short_traceback
+from serverless_retry.consumer.idempotency import (
     IdempotentProcessor,
     InProgressElsewhere,
     idempotent_processor,
 )
+from serverless_retry.consumer.record_gate import RecordGate
+from serverless_retry.consumer.record_reader import (
+    ReadRecord,
+    first_delivery_of,
+    group_of,
+    read,
+    read_message,
+)
+from serverless_retry.consumer.retry_copies import queue_copy
+from serverless_retry.consumer.unhandled_records import record_problem
+from serverless_retry.errors import ConfigError, EventShapeError
 from serverless_retry.message import ExhaustedHook, Message, Processor, original_incoming
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
 from serverless_retry.planning import Final, InPlace, QueueFacts, Step, plan_failure
 from serverless_retry.policy import RetryPolicy
-from serverless_retry.record_gate import RecordGate
-from serverless_retry.record_reader import ReadRecord, first_delivery_of, group_of, read, read_message
-from serverless_retry.records import record_problem
-from serverless_retry.retry_copies import queue_copy
 
 if TYPE_CHECKING:
-    from serverless_retry.admission import Admission
-    from serverless_retry.claims import ClaimStore
+    from serverless_retry.consumer.admission import Admission
+    from serverless_retry.consumer.claims import ClaimStore
 
-# serverless_retry.admission (and claims) is imported where a claims table is in use
+# serverless_retry.consumer.admission (and claims) is imported where a claims table is in use
 # (RecordGate.admission): a consumer without one never runs it.
 
 __all__ = [
@@ -241,7 +247,7 @@ class RetryingConsumer:
         clients = clients or AwsClients()
         claims = None
         if settings.claims_table:
-            from serverless_retry.claims import DynamoDBClaims
+            from serverless_retry.consumer.claims import DynamoDBClaims
 
             claims = DynamoDBClaims(
                 lambda: clients.dynamodb,

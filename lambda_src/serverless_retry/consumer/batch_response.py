@@ -16,7 +16,7 @@ from serverless_retry.observability import RETRIES_PLANNED, BatchCounts, log_ret
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
-    from serverless_retry.batch_state import BatchState
+    from serverless_retry.consumer.batch_state import BatchState
     from serverless_retry.observability import ConsumerMetrics
     from serverless_retry.retry_log import RetryLogGroup
 

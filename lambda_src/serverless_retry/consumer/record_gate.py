@@ -13,27 +13,27 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from serverless_retry.delivery import CallKind, VisibilityChange
+from serverless_retry.consumer.delivery import CallKind, VisibilityChange
+from serverless_retry.consumer.retry_copies import hop
+from serverless_retry.consumer.verdicts import GO, HAND_BACK, Hide, Verdict, WaitUntil
 from serverless_retry.envelope import MAX_ATTEMPT, fits, waiting_copy
 from serverless_retry.errors import KeyUnavailable
 from serverless_retry.message import Message, first_delivery
 from serverless_retry.planning import QueueFacts, expiry_problem, latest_due
 from serverless_retry.planning import arrival as copy_arrival
-from serverless_retry.retry_copies import hop
-from serverless_retry.verdicts import GO, HAND_BACK, Hide, Verdict, WaitUntil
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
 
-    from serverless_retry.admission import Admission
     from serverless_retry.aws import AwsClients
-    from serverless_retry.batch_state import BatchState
-    from serverless_retry.claims import ClaimStore
     from serverless_retry.clock import Clock
     from serverless_retry.config import QueueTargets
-    from serverless_retry.final_copies import FinalCopies
+    from serverless_retry.consumer.admission import Admission
+    from serverless_retry.consumer.batch_state import BatchState
+    from serverless_retry.consumer.claims import ClaimStore
+    from serverless_retry.consumer.final_copies import FinalCopies
+    from serverless_retry.consumer.record_reader import ReadRecord
     from serverless_retry.policy import RetryPolicy
-    from serverless_retry.record_reader import ReadRecord
 
 __all__ = ["Admitted", "RecordGate"]
 
@@ -76,7 +76,7 @@ class RecordGate:
             return None
         current = self._admitting
         if current is None or current.claims is not claims:
-            from serverless_retry.admission import Admission
+            from serverless_retry.consumer.admission import Admission
 
             lease = current.lease if current is not None else None
             current = self._admitting = Admission(

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from serverless_retry.delivery import CallKind, Outgoing, ScheduledRetry, dedup_id
+from serverless_retry.consumer.delivery import CallKind, Outgoing, ScheduledRetry, dedup_id
 from serverless_retry.envelope import schedule_name
 from serverless_retry.planning import Copy, RecordFacts, hop_limit
 
 if TYPE_CHECKING:
-    from serverless_retry.batch_state import BatchState
-    from serverless_retry.record_reader import ReadRecord
+    from serverless_retry.consumer.batch_state import BatchState
+    from serverless_retry.consumer.record_reader import ReadRecord
 
 __all__ = ["hop", "queue_copy"]
 
