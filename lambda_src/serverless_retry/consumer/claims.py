@@ -248,6 +248,25 @@ def judge(held: Mapping[str, Any], attempt: int, owner: str, now: int, generatio
     return Claim("duplicate")
 
 
+def _claim_values(
+    attempt: int, owner: str, *, receives: int, at: int, lease_seconds: int, ttl_seconds: int, generation: int
+) -> dict[str, Any]:
+    """The values CLAIM_UPDATE and its condition read, for a claim made at ``at`` (epoch seconds)."""
+    return {
+        ":attempt": {"N": str(attempt)},
+        ":owner": {"S": owner},
+        ":receives": {"N": str(receives)},
+        ":taken": {"S": "taken"},
+        ":ended": {"S": "ended"},
+        ":lease": {"N": str(at + lease_seconds)},
+        ":now": {"N": str(at)},
+        ":stale": {"N": str(at - TAKEOVER_GRACE_SECONDS)},
+        ":one": {"N": "1"},
+        ":expiration": {"N": str(at + ttl_seconds)},
+        ":generation": {"N": str(generation)},
+    }
+
+
 class ClaimStore(Protocol):
     def claim(
         self,
@@ -321,6 +340,10 @@ class DynamoDBClaims:
     ) -> Claim:
         at = int(now.timestamp())
         condition, carried = claim_condition(predecessors, generation)
+        values = _claim_values(
+            attempt, owner, receives=receives, at=at, lease_seconds=lease_seconds,
+            ttl_seconds=self.ttl_seconds, generation=generation,
+        )  # fmt: skip
         try:
             response = self._call(
                 "update_item",
@@ -328,20 +351,7 @@ class DynamoDBClaims:
                 UpdateExpression=CLAIM_UPDATE,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues={
-                    **carried,
-                    ":attempt": {"N": str(attempt)},
-                    ":owner": {"S": owner},
-                    ":receives": {"N": str(receives)},
-                    ":taken": {"S": "taken"},
-                    ":ended": {"S": "ended"},
-                    ":lease": {"N": str(at + lease_seconds)},
-                    ":now": {"N": str(at)},
-                    ":stale": {"N": str(at - TAKEOVER_GRACE_SECONDS)},
-                    ":one": {"N": "1"},
-                    ":expiration": {"N": str(at + self.ttl_seconds)},
-                    ":generation": {"N": str(generation)},
-                },
+                ExpressionAttributeValues={**carried, **values},
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )

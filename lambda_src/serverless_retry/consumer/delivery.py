@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from aws_lambda_powertools import Logger
 
@@ -240,28 +240,10 @@ class Delivery:
         self, queue_url: str, chunk: list[Outgoing], *, fifo: bool
     ) -> tuple[set[str], list[Outgoing]]:
         """One SendMessageBatch: (keys that failed for good, messages worth sending again now)."""
-        # Entry Ids are positions: record ids may repeat within a batch and need not match [\w-]{1,80}.
-        entries: list[SendMessageBatchRequestEntryTypeDef] = []
-        # Read at each call, retries included: the delay is what is left until due when SQS gets it.
-        now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
-        for i, message in enumerate(chunk):
-            _, body, attributes, _, group_id, dedup, _, _, _ = (
-                message  # (a field read by name costs a lookup)
-            )
-            entry: SendMessageBatchRequestEntryTypeDef = {"Id": _ENTRY_IDS[i], "MessageBody": body}
-            if not fifo:  # a FIFO queue refuses a per-message delay
-                delay = send_delay(message, now)
-                if delay:
-                    entry["DelaySeconds"] = delay
-            if attributes:
-                entry["MessageAttributes"] = api_attributes(attributes)
-            if group_id is not None:
-                entry["MessageGroupId"] = group_id
-            if dedup is not None:
-                entry["MessageDeduplicationId"] = dedup
-            entries.append(entry)
         try:
-            response = self._clients.sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+            response = self._clients.sqs.send_message_batch(
+                QueueUrl=queue_url, Entries=self._entries(chunk, fifo)
+            )
         except Exception as exc:
             # Throttled: not sent, send again. A 5xx or a timeout may have been sent: only with claims.
             again = _is_throttled(exc) or (
@@ -283,19 +265,33 @@ class Delivery:
         if failures:
             self._logger.error(
                 "SendMessageBatch entries failed",
-                extra={
-                    "queue_url": queue_url,
-                    "failures": [
-                        {
-                            "message_id": chunk[int(f["Id"])].key,
-                            "code": f.get("Code"),
-                            "error": f.get("Message"),
-                        }
-                        for f in failures
-                    ],
-                },
+                extra={"queue_url": queue_url, "failures": _entry_failures(chunk, failures)},
             )
         return failed, retry
+
+    def _entries(self, chunk: list[Outgoing], fifo: bool) -> "list[SendMessageBatchRequestEntryTypeDef]":
+        """The SendMessageBatch entries of ``chunk``. Entry Ids are positions: record ids may repeat
+        within a batch and need not be valid entry ids."""
+        entries: list[SendMessageBatchRequestEntryTypeDef] = []
+        # Read at each call, retries included: the delay is what is left until due when SQS gets it.
+        now = self._clock.now() if any(m.due_at is not None for m in chunk) else None
+        for i, message in enumerate(chunk):
+            _, body, attributes, _, group_id, dedup, _, _, _ = (
+                message  # (a field read by name costs a lookup)
+            )
+            entry: SendMessageBatchRequestEntryTypeDef = {"Id": _ENTRY_IDS[i], "MessageBody": body}
+            if not fifo:  # a FIFO queue refuses a per-message delay
+                delay = send_delay(message, now)
+                if delay:
+                    entry["DelaySeconds"] = delay
+            if attributes:
+                entry["MessageAttributes"] = api_attributes(attributes)
+            if group_id is not None:
+                entry["MessageGroupId"] = group_id
+            if dedup is not None:
+                entry["MessageDeduplicationId"] = dedup
+            entries.append(entry)
+        return entries
 
     def change_visibility(self, changes: Sequence[VisibilityChange]) -> set[str]:
         """Hide messages until their next attempt. Returns the keys whose change failed (they come back
@@ -366,29 +362,8 @@ class Delivery:
         targets = self._targets
         if targets.schedule_group is None or targets.scheduler_role_arn is None:
             return "refused"  # no Scheduler configured (library use): the retry waits in hops
-        target: TargetTypeDef = {
-            "Arn": targets.queue_arn,
-            "RoleArn": targets.scheduler_role_arn,
-            "Input": retry.body,
-            "DeadLetterConfig": {"Arn": targets.dlq_arn},
-            "RetryPolicy": dict(SCHEDULE_RETRY_POLICY),  # type: ignore[typeddict-item]
-        }
-        if retry.group_id is not None:
-            target["SqsParameters"] = {"MessageGroupId": retry.group_id}
         at = max(retry.due_at, self._clock.now() + timedelta(seconds=SCHEDULE_MIN_LEAD_SECONDS))
-        request: CreateScheduleInputTypeDef = {
-            "Name": retry.name,
-            "GroupName": targets.schedule_group,
-            # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
-            "ClientToken": retry.name.replace(".", "-"),
-            "ScheduleExpression": at_expression(at),
-            "ScheduleExpressionTimezone": "UTC",
-            "FlexibleTimeWindow": {"Mode": "OFF"},
-            "ActionAfterCompletion": "DELETE",
-            "State": "ENABLED",
-            "Description": retry.description[:512],
-            "Target": target,
-        }
+        request = self._schedule_request(retry, at, targets.schedule_group, targets.scheduler_role_arn)
         log = {"message_id": retry.key, "schedule": retry.name}
         try:
             self._clients.scheduler.create_schedule(**request)
@@ -409,6 +384,33 @@ class Delivery:
             )
             return "failed"
         return "scheduled"
+
+    def _schedule_request(
+        self, retry: ScheduledRetry, at: datetime, group: str, role_arn: str
+    ) -> "CreateScheduleInputTypeDef":
+        targets = self._targets
+        target: TargetTypeDef = {
+            "Arn": targets.queue_arn,
+            "RoleArn": role_arn,
+            "Input": retry.body,
+            "DeadLetterConfig": {"Arn": targets.dlq_arn},
+            "RetryPolicy": dict(SCHEDULE_RETRY_POLICY),  # type: ignore[typeddict-item]
+        }
+        if retry.group_id is not None:
+            target["SqsParameters"] = {"MessageGroupId": retry.group_id}
+        return {
+            "Name": retry.name,
+            "GroupName": group,
+            # Same name + token for the same (id, attempt): a redelivered record cannot schedule twice.
+            "ClientToken": retry.name.replace(".", "-"),
+            "ScheduleExpression": at_expression(at),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "ActionAfterCompletion": "DELETE",
+            "State": "ENABLED",
+            "Description": retry.description[:512],
+            "Target": target,
+        }
 
     def _resolve(
         self, retry: ScheduledRetry, request: "CreateScheduleInputTypeDef", at: datetime, exc: Exception
@@ -447,6 +449,12 @@ class Delivery:
                 extra=log,
             )
             return "failed"
+        return self._create_again(request, log)
+
+    def _create_again(
+        self, request: "CreateScheduleInputTypeDef", log: Mapping[str, object]
+    ) -> ScheduleResult:
+        """The same request once more, after GetSchedule found no schedule before its time."""
         try:
             self._clients.scheduler.create_schedule(**request)
         except Exception as again:
@@ -468,6 +476,16 @@ class Delivery:
             "CreateSchedule gave no answer; created again after GetSchedule found none", extra=log
         )
         return "scheduled"
+
+
+def _entry_failures(
+    chunk: Sequence[Outgoing], failures: Sequence[Mapping[str, Any]]
+) -> list[dict[str, object]]:
+    """The failed entries of a SendMessageBatch, for its log line: which message, and why."""
+    return [
+        {"message_id": chunk[int(f["Id"])].key, "code": f.get("Code"), "error": f.get("Message")}
+        for f in failures
+    ]
 
 
 def visibility_timeout(change: VisibilityChange, now: datetime | None) -> int:

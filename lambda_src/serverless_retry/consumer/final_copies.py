@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from serverless_retry.clock import Clock
     from serverless_retry.config import QueueTargets
     from serverless_retry.consumer.batch_state import BatchState
-    from serverless_retry.exhausted import Exhausted
 
 __all__ = ["TRACEBACK_CHARS", "TRACEBACK_FRAMES", "FinalCopies", "short_traceback"]
 
@@ -82,14 +81,15 @@ class FinalCopies:
             meta=None,
             problem=reason,
         )
-        kept = ReadRecord(key, raw, RecordFacts(key), record if isinstance(record, Mapping) else {}, incoming)
+        facts = RecordFacts(key, group_id=group_of(record) or None)
+        kept = ReadRecord(key, raw, facts, record if isinstance(record, Mapping) else {}, incoming)
         try:
             self.plan(state, kept, "invalid-envelope", error=error, reason=reason, now=self.clock.now())
         except Exception:  # not even that: hand it back (by its id, when it has one)
             self.logger.exception("could not plan the record's final copy", extra={"message_id": message_id})
             state.hand_back(key)
         if message_id is not None:
-            state.block(group_of(record))  # the rest of its group waits behind it, as for any failure
+            state.block(kept.group)  # the rest of its group waits behind it, as for any failure
 
     def plan(
         self,
@@ -114,11 +114,7 @@ class FinalCopies:
             store=self.targets.payload_target,
         )  # fmt: skip
         message_id, context = current.message_id, incoming.context
-        group = group_of(current.record) or None  # a standard queue keeps the producer's (fair queue) group
-        dedup = None
-        if self.targets.exhausted_is_fifo:
-            group = group or context.id
-            dedup = dedup_id(context.id, context.attempt, outcome)
+        group, dedup = self._exhausted_ids(current, outcome)
         state.final(
             Outgoing(message_id, body, attributes, group_id=group, dedup_id=dedup, payload=payload), outcome
         )
@@ -130,19 +126,29 @@ class FinalCopies:
                 "error_type": type(error).__name__ if error is not None else None,
             },
         )  # fmt: skip
+        # Not on the repeat path: this record's final decision was recorded (and the hook called)
+        # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
         if self.on_exhausted is not None and message_id not in state.repeat:
-            # Not on the repeat path: this record's final decision was recorded (and the hook called)
-            # on an earlier receive whose answer was lost; the copy is sent again, the hook is not.
-            from serverless_retry.exhausted import Exhausted  # (defined by the first message that ends)
+            self._call_exhausted_hook(current, error, outcome, reason)
 
-            self._call_exhausted_hook(current, error, Exhausted(outcome, reason))
+    def _exhausted_ids(self, current: ReadRecord, outcome: Outcome) -> tuple[str | None, str | None]:
+        """The final copy's MessageGroupId and MessageDeduplicationId: a standard queue keeps the
+        producer's (fair queue) group; a FIFO one groups by chain and dedups by (id, attempt, outcome)."""
+        if not self.targets.exhausted_is_fifo:
+            return current.group, None
+        assert current.incoming is not None
+        context = current.incoming.context
+        return current.group or context.id, dedup_id(context.id, context.attempt, outcome)
 
     def _call_exhausted_hook(
-        self, current: ReadRecord, error: BaseException | None, exhausted: Exhausted
+        self, current: ReadRecord, error: BaseException | None, outcome: Outcome, reason: str
     ) -> None:
+        from serverless_retry.exhausted import Exhausted  # (defined by the first message that ends)
+
         assert self.on_exhausted is not None
         assert current.incoming is not None
         incoming = current.incoming
+        exhausted = Exhausted(outcome, reason)
         try:
             message = Message(
                 current.message_id, incoming.body, incoming.attributes, incoming.context, current.record

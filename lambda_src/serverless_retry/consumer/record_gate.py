@@ -16,10 +16,17 @@ from typing import TYPE_CHECKING
 from serverless_retry.consumer.delivery import CallKind, VisibilityChange
 from serverless_retry.consumer.retry_copies import hop
 from serverless_retry.consumer.verdicts import GO, HAND_BACK, Hide, Verdict, WaitUntil
-from serverless_retry.envelope import MAX_ATTEMPT, fits, waiting_copy
+from serverless_retry.envelope import (
+    MAX_ATTEMPT,
+    Incoming,
+    attributes_from_record,
+    fits,
+    unwrap,
+    waiting_copy,
+)
 from serverless_retry.errors import KeyUnavailable
 from serverless_retry.message import Message, first_delivery
-from serverless_retry.planning import QueueFacts, expiry_problem, latest_due
+from serverless_retry.planning import QueueFacts, decision_time, expiry_problem, latest_due
 from serverless_retry.planning import arrival as copy_arrival
 
 if TYPE_CHECKING:
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
     from serverless_retry.consumer.final_copies import FinalCopies
     from serverless_retry.consumer.record_reader import ReadRecord
     from serverless_retry.policy import RetryPolicy
+    from serverless_retry.signing import EnvelopeSigner
 
 __all__ = ["Admitted", "RecordGate"]
 
@@ -120,7 +128,7 @@ class RecordGate:
         if resumes is not None:
             problem = expiry_problem(current.facts, self.targets.retention_seconds, resumes)
             if problem is not None:
-                incoming = current.unwrapped(source=self._source, receive_count=current.receive_count)
+                incoming = self._unwrapped(current, current.receive_count)
                 reason = f"held back behind an earlier message of its group: {problem}"
                 self.final.plan(
                     state,
@@ -143,7 +151,7 @@ class RecordGate:
         incoming = current.incoming
         assert incoming is not None
         if verdict is None and incoming.kind == "invalid":
-            now = current.decided_at(self.clock.now(), in_place=self._in_place)
+            now = decision_time(current.facts, self.clock.now(), in_place=self._in_place, incoming=incoming)
             self.final.plan(
                 state, current, "invalid-envelope", error=None, reason=incoming.problem or "invalid", now=now
             )
@@ -193,11 +201,9 @@ class RecordGate:
         admission = self.admission
         signer = admission.signer if admission is not None else None
         try:
-            incoming = current.unwrapped(
-                source=self._source, receive_count=receive_count, latest_due=latest, signer=signer
-            )
+            incoming = self._unwrapped(current, receive_count, latest_due=latest, signer=signer)
         except KeyUnavailable:
-            incoming = current.unwrapped(source=self._source, receive_count=receive_count, latest_due=latest)
+            incoming = self._unwrapped(current, receive_count, latest_due=latest)
             current = current._replace(incoming=incoming)
             if incoming.kind != "envelope" or admission is None:
                 return current, None  # an invalid envelope needs no key: it goes to the exhausted queue
@@ -206,6 +212,25 @@ class RecordGate:
         if incoming.kind == "envelope" and incoming.problem is not None:
             self.logger.warning(incoming.problem, extra={"message_id": current.message_id})
         return current._replace(incoming=incoming), None
+
+    def _unwrapped(
+        self,
+        current: ReadRecord,
+        receive_count: int,
+        *,
+        latest_due: datetime | None = None,
+        signer: EnvelopeSigner | None = None,
+    ) -> Incoming:
+        """``envelope.unwrap`` of the record (raises KeyUnavailable from ``signer``)."""
+        return unwrap(
+            current.body,
+            attributes_from_record(current.record.get("messageAttributes") or {}),
+            message_id=current.message_id,
+            source=self._source,
+            receive_count=receive_count,
+            latest_due=latest_due,
+            signer=signer,
+        )
 
     def _latest_due(self, now: datetime) -> datetime:
         """The latest due time a copy arriving at ``now`` can carry: what the policy could have planned

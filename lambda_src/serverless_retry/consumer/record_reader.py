@@ -8,16 +8,12 @@ original), which a failure of the hot path's Message gets too (``read_message``)
 
 # (No ``from __future__ import annotations``: class annotations stay real types, which a NamedTuple,
 # TypedDict or dataclass reads at import far cheaper than strings typing compiles into ForwardRefs.)
-from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
-from serverless_retry.envelope import ENVELOPE_KEY, Incoming, attributes_from_record, unwrap
+from serverless_retry.envelope import ENVELOPE_KEY, Incoming
 from serverless_retry.message import Message, first_delivery, original_incoming
-from serverless_retry.planning import RecordFacts, decision_time
-
-if TYPE_CHECKING:
-    from serverless_retry.signing import EnvelopeSigner
+from serverless_retry.planning import RecordFacts
 
 __all__ = ["ReadRecord", "could_be_envelope", "first_delivery_of", "group_of", "read", "read_message"]
 
@@ -97,30 +93,6 @@ class ReadRecord(NamedTuple):
     @property
     def could_be_envelope(self) -> bool:
         return could_be_envelope(self.body)
-
-    def unwrapped(
-        self,
-        *,
-        source: str,
-        receive_count: int,
-        latest_due: datetime | None = None,
-        signer: "EnvelopeSigner | None" = None,
-    ) -> Incoming:
-        """``envelope.unwrap`` of this record (raises KeyUnavailable from ``signer``)."""
-        attributes = attributes_from_record(self.record.get("messageAttributes") or {})
-        return unwrap(
-            self.body,
-            attributes,
-            message_id=self.message_id,
-            source=source,
-            receive_count=receive_count,
-            latest_due=latest_due,
-            signer=signer,
-        )
-
-    def decided_at(self, clock_now: datetime | Callable[[], datetime], *, in_place: bool) -> datetime:
-        """The "now" of every decision about this record (``planning.decision_time``)."""
-        return decision_time(self.facts, clock_now, in_place=in_place, incoming=self.incoming)
 
 
 # (Positional, through tuple.__new__, as RecordFacts.of makes its facts: one is made per failed record.)

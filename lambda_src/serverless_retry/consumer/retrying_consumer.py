@@ -75,7 +75,7 @@ from serverless_retry.consumer.unhandled_records import record_problem
 from serverless_retry.errors import ConfigError, EventShapeError
 from serverless_retry.message import ExhaustedHook, Message, Processor, original_incoming
 from serverless_retry.observability import BatchCounts, ConsumerMetrics, make_logger
-from serverless_retry.planning import Final, InPlace, QueueFacts, Step, plan_failure
+from serverless_retry.planning import Final, InPlace, QueueFacts, Step, decision_time, plan_failure
 from serverless_retry.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -376,7 +376,7 @@ class RetryingConsumer:
     def _plan_failure(self, state: BatchState, current: ReadRecord, error: BaseException) -> Step:
         incoming = current.incoming
         assert incoming is not None
-        now = current.decided_at(self.clock.now, in_place=self._in_place)
+        now = decision_time(current.facts, self.clock.now, in_place=self._in_place, incoming=incoming)
         step = plan_failure(
             self.policy,
             self.queue,
