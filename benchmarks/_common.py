@@ -23,7 +23,7 @@ from typing import Any, TextIO, cast
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.config import ConsumerSettings
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
 

@@ -77,7 +77,7 @@ from aws_lambda_powertools.utilities.batch import (  # noqa: E402
     process_partial_response,
 )
 from moto import mock_aws  # noqa: E402
-from serverless_retry.consumer.retrying_consumer import consumer_from_env  # noqa: E402
+from serverless_retry.consumer import consumer_from_env  # noqa: E402
 from serverless_retry.testing import lambda_context, sqs_event  # noqa: E402
 
 Call = Callable[[], object]

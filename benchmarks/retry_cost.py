@@ -33,8 +33,8 @@ from aws_lambda_powertools import Logger
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.consumer.claims import DynamoDBClaims
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
 from serverless_retry.observability import ConsumerMetrics

@@ -25,8 +25,8 @@ from moto import mock_aws
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import QueueTargets
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.consumer.claims import ClaimStore, DynamoDBClaims
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.message import Processor
 from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy

@@ -22,6 +22,7 @@ import pytest
 from botocore.exceptions import ClientError
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.consumer.claims import (
     KEY_ITEM,
     TAKEOVER_GRACE_SECONDS,
@@ -29,7 +30,6 @@ from serverless_retry.consumer.claims import (
     Finish,
     claim_key,
 )
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
 from serverless_retry.redrive.queue import decode, outgoing_message

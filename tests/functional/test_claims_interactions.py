@@ -21,13 +21,13 @@ from typing import Any
 
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.consumer.claims import (
     MAX_RETENTION_SECONDS,
     DynamoDBClaims,
     claim_key,
     lease_seconds,
 )
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
 from serverless_retry.redrive.queue import decode, outgoing_message

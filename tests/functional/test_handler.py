@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 from serverless_retry.clock import ScaledClock, SystemClock
 from serverless_retry.config import ConsumerSettings
-from serverless_retry.consumer.retrying_consumer import consumer_from_env
+from serverless_retry.consumer import consumer_from_env
 from serverless_retry.errors import ConfigError
 from serverless_retry.testing import lambda_context, sqs_event
 

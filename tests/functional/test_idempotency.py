@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import boto3
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer.retrying_consumer import IdempotentProcessor, idempotent_processor
+from serverless_retry.consumer import IdempotentProcessor, idempotent_processor
 from serverless_retry.errors import RetryableError
 from serverless_retry.message import Message
 from serverless_retry.testing import lambda_context, sqs_record

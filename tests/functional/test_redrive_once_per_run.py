@@ -21,8 +21,8 @@ import boto3
 import pytest
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.consumer.claims import DynamoDBClaims
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
 from serverless_retry.handlers import redrive_queue
 from serverless_retry.message import Message
 from serverless_retry.policy import RetryPolicy

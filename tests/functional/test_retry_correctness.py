@@ -364,7 +364,7 @@ def test_a_redelivery_after_the_schedule_fired_and_deleted_itself_starts_no_seco
 
 def test_a_message_in_progress_elsewhere_is_handed_back_not_retried(stack: Stack, clock: FrozenClock) -> None:
     from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
-    from serverless_retry.consumer.retrying_consumer import IdempotentProcessor
+    from serverless_retry.consumer import IdempotentProcessor
 
     class Busy(IdempotentProcessor):
         def __init__(self) -> None:  # no persistence needed: the guard says "in progress"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools import Logger
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer.retrying_consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.errors import NonRetryableError, RetryableError
 from serverless_retry.message import Message
 from serverless_retry.retry_log import retry_log_entries

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry.consumer.retrying_consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.retry_log import retry_log_entries
 from serverless_retry_tools.local.demo_queues import receive_all
 from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent

@@ -61,7 +61,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
 from serverless_retry.config import ConsumerSettings
-from serverless_retry.consumer.retrying_consumer import RetryingConsumer
+from serverless_retry.consumer import RetryingConsumer
 from serverless_retry.errors import HttpError, NonRetryableError, RetryableError
 from serverless_retry.message import Message
 from serverless_retry.observability import ConsumerMetrics

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry.consumer.retrying_consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry_tools.local.accounting import (
     FinalRecord,
     SentMessage,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serverless_retry.archive.record import ArchiveRecord
-from serverless_retry.consumer.retrying_consumer import RETRIES_PLANNED
+from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.retry_log import retry_log_entries
 from serverless_retry.terminal import read_terminal
 
