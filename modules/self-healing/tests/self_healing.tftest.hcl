@@ -777,44 +777,44 @@ run "the_bucket_is_made_hardened" {
   command = plan
 
   assert {
-    condition     = aws_s3_bucket.failure_records[0].bucket == "heal-failure-records-123456789012-us-east-1" && aws_s3_bucket.failure_records[0].tags["team"] == "orders"
+    condition     = module.failure_records[0].resources.bucket.bucket == "heal-failure-records-123456789012-us-east-1" && module.failure_records[0].resources.bucket.tags["team"] == "orders"
     error_message = "The bucket the module makes: <name>-failure-records-<account>-<region>, tagged."
   }
 
   assert {
     condition = alltrue([
-      aws_s3_bucket_public_access_block.failure_records[0].block_public_acls,
-      aws_s3_bucket_public_access_block.failure_records[0].block_public_policy,
-      aws_s3_bucket_public_access_block.failure_records[0].ignore_public_acls,
-      aws_s3_bucket_public_access_block.failure_records[0].restrict_public_buckets,
-    ]) && aws_s3_bucket_ownership_controls.failure_records[0].rule[0].object_ownership == "BucketOwnerEnforced"
+      module.failure_records[0].resources.public_access_block.block_public_acls,
+      module.failure_records[0].resources.public_access_block.block_public_policy,
+      module.failure_records[0].resources.public_access_block.ignore_public_acls,
+      module.failure_records[0].resources.public_access_block.restrict_public_buckets,
+    ]) && module.failure_records[0].resources.ownership_controls.rule[0].object_ownership == "BucketOwnerEnforced"
     error_message = "Public access blocked, ACLs off."
   }
 
   assert {
-    condition     = one([for r in aws_s3_bucket_server_side_encryption_configuration.failure_records[0].rule : one(r.apply_server_side_encryption_by_default).sse_algorithm]) == "AES256"
+    condition     = one([for r in module.failure_records[0].resources.encryption.rule : one(r.apply_server_side_encryption_by_default).sse_algorithm]) == "AES256"
     error_message = "SSE-S3 by default."
   }
 
   assert {
-    condition     = length(aws_s3_bucket_versioning.failure_records) == 0
+    condition     = length(module.failure_records[0].resources.versioning) == 0
     error_message = "Versioning is off by default."
   }
 
   assert {
-    condition = [for r in aws_s3_bucket_lifecycle_configuration.failure_records[0].rule : {
+    condition = [for r in module.failure_records[0].resources.lifecycle.rule : {
       id = r.id, prefix = one(r.filter).prefix, days = one(r.expiration).days, noncurrent = length(r.noncurrent_version_expiration)
     } if r.id == "expire-failure-records"] == [{ id = "expire-failure-records", prefix = "aws/lambda/async/", days = 30, noncurrent = 0 }]
     error_message = "Records expire after 30 days by default, under Lambda's prefix."
   }
 
   assert {
-    condition     = alltrue([for r in aws_s3_bucket_lifecycle_configuration.failure_records[0].rule : one(r.abort_incomplete_multipart_upload).days_after_initiation == 1]) && length(aws_s3_bucket_lifecycle_configuration.failure_records[0].rule) == 2
+    condition     = alltrue([for r in module.failure_records[0].resources.lifecycle.rule : one(r.abort_incomplete_multipart_upload).days_after_initiation == 1]) && length(module.failure_records[0].resources.lifecycle.rule) == 2
     error_message = "Every rule aborts incomplete uploads after a day."
   }
 
   assert {
-    condition = jsondecode(aws_s3_bucket_policy.failure_records[0].policy).Statement == [{
+    condition = jsondecode(module.failure_records[0].resources.policy.policy).Statement == [{
       Sid       = "DenyInsecureTransport"
       Effect    = "Deny"
       Principal = "*"
@@ -919,7 +919,7 @@ run "without_an_s3_source_nothing_is_made" {
 
   assert {
     condition = alltrue([
-      length(aws_s3_bucket.failure_records) == 0,
+      length(module.failure_records) == 0,
       length(aws_s3_bucket_notification.failure_records) == 0,
       length(data.aws_iam_policy_document.failure_queue_from_s3) == 0,
       length(data.aws_iam_policy_document.source_s3) == 0,
@@ -939,7 +939,7 @@ run "your_own_bucket" {
   }
 
   assert {
-    condition     = length(aws_s3_bucket.failure_records) == 0 && length(aws_s3_bucket_policy.failure_records) == 0 && length(aws_s3_bucket_lifecycle_configuration.failure_records) == 0
+    condition     = length(module.failure_records) == 0
     error_message = "With your bucket the module makes none."
   }
 
@@ -978,12 +978,12 @@ run "versioned_and_encrypted_with_your_key" {
   }
 
   assert {
-    condition     = aws_s3_bucket_versioning.failure_records[0].versioning_configuration[0].status == "Enabled" && one(one([for r in aws_s3_bucket_lifecycle_configuration.failure_records[0].rule : r if r.id == "expire-failure-records"]).noncurrent_version_expiration).noncurrent_days == 7
+    condition     = module.failure_records[0].resources.versioning[0].versioning_configuration[0].status == "Enabled" && one(one([for r in module.failure_records[0].resources.lifecycle.rule : r if r.id == "expire-failure-records"]).noncurrent_version_expiration).noncurrent_days == 7
     error_message = "Versioning on, noncurrent versions expire after 7 days."
   }
 
   assert {
-    condition     = one([for r in aws_s3_bucket_server_side_encryption_configuration.failure_records[0].rule : r.bucket_key_enabled && one(r.apply_server_side_encryption_by_default).sse_algorithm == "aws:kms"])
+    condition     = one([for r in module.failure_records[0].resources.encryption.rule : r.bucket_key_enabled && one(r.apply_server_side_encryption_by_default).sse_algorithm == "aws:kms"])
     error_message = "SSE-KMS with a Bucket Key."
   }
 
@@ -1023,7 +1023,7 @@ run "records_expire_before_their_exhausted_pointer" {
     failure_records = { expiration_days = 7 }
   }
 
-  expect_failures = [aws_s3_bucket_lifecycle_configuration.failure_records]
+  expect_failures = [aws_sqs_queue.exhausted]
 }
 
 # How the enrichment and redrive functions are deployed: code from S3 and layers, the architecture,
