@@ -47,168 +47,77 @@ locals {
   ])
 }
 
-# --- the bucket (only without var.bucket) --------------------------------------------------------------
+# --- the bucket (only without var.bucket): modules/private-bucket -------------------------------------
 
-resource "aws_s3_bucket" "this" {
-  #checkov:skip=CKV_AWS_18:Server access logs would need a second bucket per archive; every write is the archiver's (its own logs say which key) and CloudTrail data events cover reads where an audit needs them.
-  #checkov:skip=CKV_AWS_144:Cross-region replication doubles the cost of a dead set whose records are copies of failed messages kept for 180 days by default; replicate the bucket yourself where a second region is required.
-  #checkov:skip=CKV2_AWS_62:Nothing reacts to a new record: the archiver already logs each write, and the no-archive and depth alarms watch the queues; an event notification would have no consumer.
-  #checkov:skip=CKV_AWS_145:SSE-S3 by default (no key policy to manage, no KMS request per PUT); kms_key_arn gives SSE-KMS with a customer managed key and a Bucket Key. The AWS managed key would add cost and no control (its key policy cannot be changed).
+module "bucket" {
+  source = "../private-bucket"
   count  = local.create_bucket ? 1 : 0
-  bucket = local.made_bucket
-  tags   = var.tags
 
-  lifecycle {
-    precondition {
-      condition     = length(local.made_bucket) <= 63
-      error_message = "The bucket name ${local.made_bucket} is longer than S3's 63 characters: shorten name, or bring your own bucket."
-    }
+  bucket = {
+    name        = local.made_bucket
+    too_long    = "shorten name, or bring your own bucket."
+    kms_key_arn = var.kms_key_arn
+    # Versioned: a discard (DeleteObject) or a redrive mark (a conditional overwrite) leaves the previous
+    # record as a noncurrent version for noncurrent_version_expiration_days, so an operator's mistake can
+    # be undone. Conditional writes work the same on a versioned bucket (If-None-Match sees the current
+    # version), and the lifecycle expires the noncurrent versions and the delete markers too.
+    versioning      = true
+    require_tls_1_2 = var.require_tls_1_2
   }
-}
-
-resource "aws_s3_bucket_public_access_block" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-
-  block_public_acls       = true
-  block_public_policy     = true
-  ignore_public_acls      = true
-  restrict_public_buckets = true
-}
-
-# ACLs off: every object belongs to the bucket's account, whoever wrote it.
-resource "aws_s3_bucket_ownership_controls" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-
-  rule {
-    object_ownership = "BucketOwnerEnforced"
-  }
-}
-
-resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-
-  rule {
-    apply_server_side_encryption_by_default {
-      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
-      kms_master_key_id = var.kms_key_arn
-    }
-    # With KMS, one data key per bucket for a while instead of one KMS request per record.
-    bucket_key_enabled = var.kms_key_arn != null
-  }
-}
-
-# Versioned: a discard (DeleteObject) or a redrive mark (a conditional overwrite) leaves the previous
-# record as a noncurrent version for noncurrent_version_expiration_days, so an operator's mistake can
-# be undone. Conditional writes work the same on a versioned bucket (If-None-Match sees the current
-# version), and the lifecycle below expires the noncurrent versions and the delete markers too.
-resource "aws_s3_bucket_versioning" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-
-  versioning_configuration {
-    status = "Enabled"
-  }
-}
-
-resource "aws_s3_bucket_lifecycle_configuration" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-
-  # The dead set's retention: a record expires expiration_days after it was written (a redrive mark
-  # rewrites it, which starts its days again), then its noncurrent versions after theirs.
-  rule {
-    id     = "expire-dead"
-    status = "Enabled"
-
-    filter {
-      prefix = local.dead_prefix
-    }
-
-    expiration {
-      days = var.expiration_days
-    }
-
-    noncurrent_version_expiration {
+  expiring_rules = [
+    # The dead set's retention: a record expires expiration_days after it was written (a redrive mark
+    # rewrites it, which starts its days again), then its noncurrent versions after theirs.
+    {
+      id              = "expire-dead"
+      prefix          = local.dead_prefix
+      days            = var.expiration_days
       noncurrent_days = var.noncurrent_version_expiration_days
-    }
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-
-  # A discarded record leaves a delete marker; once its versions have expired, the marker goes too.
-  # S3 refuses ExpiredObjectDeleteMarker in a rule that also has expiration days.
-  rule {
-    id     = "remove-expired-delete-markers"
-    status = "Enabled"
-
-    filter {
-      prefix = local.dead_prefix
-    }
-
-    expiration {
+    },
+    # A discarded record leaves a delete marker; once its versions have expired, the marker goes too.
+    # S3 refuses ExpiredObjectDeleteMarker in a rule that also has expiration days.
+    {
+      id                           = "remove-expired-delete-markers"
+      prefix                       = local.dead_prefix
       expired_object_delete_marker = true
-    }
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-
-  # Anything else under the bucket (the archiver only makes single PUTs; others may upload in parts).
-  rule {
-    id     = "abort-incomplete-uploads"
-    status = "Enabled"
-
-    filter {}
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-
-  # S3 applies a lifecycle configuration to a versioned bucket's noncurrent versions only once
-  # versioning is on.
-  depends_on = [aws_s3_bucket_versioning.this]
+    },
+  ]
+  tags = var.tags
 }
 
-locals {
-  # TLS only (and at least 1.2 unless turned off): a deny for every principal, so no grant elsewhere
-  # can open plain HTTP. Rendered here rather than by a data source so that its JSON is known at plan.
-  bucket_policy = jsonencode({
-    Version = "2012-10-17"
-    Statement = concat(
-      [{
-        Sid       = "DenyInsecureTransport"
-        Effect    = "Deny"
-        Principal = "*"
-        Action    = "s3:*"
-        Resource  = [local.bucket_arn, "${local.bucket_arn}/*"]
-        Condition = { Bool = { "aws:SecureTransport" = "false" } }
-      }],
-      var.require_tls_1_2 ? [{
-        Sid       = "DenyTlsOlderThan12"
-        Effect    = "Deny"
-        Principal = "*"
-        Action    = "s3:*"
-        Resource  = [local.bucket_arn, "${local.bucket_arn}/*"]
-        Condition = { NumericLessThan = { "s3:TlsVersion" = "1.2" } }
-      }] : [],
-    )
-  })
+# The bucket's resources moved into modules/private-bucket (shared with self-healing's failure records).
+moved {
+  from = aws_s3_bucket.this[0]
+  to   = module.bucket[0].aws_s3_bucket.this
 }
 
-resource "aws_s3_bucket_policy" "this" {
-  count  = local.create_bucket ? 1 : 0
-  bucket = aws_s3_bucket.this[0].id
-  policy = local.bucket_policy
+moved {
+  from = aws_s3_bucket_public_access_block.this[0]
+  to   = module.bucket[0].aws_s3_bucket_public_access_block.this
+}
 
-  # S3 refuses a policy on a bucket whose public access block is being changed at the same time.
-  depends_on = [aws_s3_bucket_public_access_block.this]
+moved {
+  from = aws_s3_bucket_ownership_controls.this[0]
+  to   = module.bucket[0].aws_s3_bucket_ownership_controls.this
+}
+
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.this[0]
+  to   = module.bucket[0].aws_s3_bucket_server_side_encryption_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_versioning.this[0]
+  to   = module.bucket[0].aws_s3_bucket_versioning.this[0]
+}
+
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.this[0]
+  to   = module.bucket[0].aws_s3_bucket_lifecycle_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_policy.this[0]
+  to   = module.bucket[0].aws_s3_bucket_policy.this
 }
 
 # --- the archiver ---------------------------------------------------------------------------------------

@@ -19,141 +19,63 @@ locals {
   records_kms    = local.records_on && var.failure_records.kms_key_arn != null ? [var.failure_records.kms_key_arn] : []
 }
 
-# --- the bucket (only without failure_records.bucket) ---------------------------------------------------
+# --- the bucket (only without failure_records.bucket): modules/private-bucket ---------------------------
 
-resource "aws_s3_bucket" "failure_records" {
-  #checkov:skip=CKV_AWS_18:Server access logs would need a second bucket; Lambda is the only writer (one object per failed invocation, named by function and time) and CloudTrail data events cover reads where an audit needs them.
-  #checkov:skip=CKV_AWS_144:Cross-region replication doubles the cost of records that live until their redrive (expiration_days, 30 by default); replicate the bucket yourself where a second region is required.
-  #checkov:skip=CKV_AWS_145:SSE-S3 by default (no key policy to manage, no KMS request per record); failure_records.kms_key_arn gives SSE-KMS with a customer managed key and a Bucket Key.
-  #checkov:skip=CKV_AWS_21:Versioning is failure_records.versioning (off by default): Lambda writes each record once under a unique key, and nothing overwrites it; turn it on where deleted records must stay recoverable.
+module "failure_records" {
+  source = "../private-bucket"
   count  = local.create_records ? 1 : 0
-  bucket = local.records_bucket_name
-  tags   = var.tags
 
-  lifecycle {
-    precondition {
-      condition     = length(local.records_bucket_name) <= 63
-      error_message = "The bucket name ${local.records_bucket_name} is longer than S3's 63 characters: shorten name, or bring your own bucket (failure_records.bucket)."
-    }
+  bucket = {
+    name        = local.records_bucket_name
+    too_long    = "shorten name, or bring your own bucket (failure_records.bucket)."
+    kms_key_arn = var.failure_records.kms_key_arn
+    versioning  = var.failure_records.versioning
   }
-}
-
-resource "aws_s3_bucket_public_access_block" "failure_records" {
-  count  = local.create_records ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-
-  block_public_acls       = true
-  block_public_policy     = true
-  ignore_public_acls      = true
-  restrict_public_buckets = true
-}
-
-# ACLs off: every record belongs to the bucket's account.
-resource "aws_s3_bucket_ownership_controls" "failure_records" {
-  count  = local.create_records ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-
-  rule {
-    object_ownership = "BucketOwnerEnforced"
-  }
-}
-
-resource "aws_s3_bucket_server_side_encryption_configuration" "failure_records" {
-  count  = local.create_records ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-
-  rule {
-    apply_server_side_encryption_by_default {
-      sse_algorithm     = var.failure_records.kms_key_arn == null ? "AES256" : "aws:kms"
-      kms_master_key_id = var.failure_records.kms_key_arn
-    }
-    bucket_key_enabled = var.failure_records.kms_key_arn != null
-  }
-}
-
-resource "aws_s3_bucket_versioning" "failure_records" {
-  count  = local.create_records && var.failure_records.versioning ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-
-  versioning_configuration {
-    status = "Enabled"
-  }
-}
-
-resource "aws_s3_bucket_lifecycle_configuration" "failure_records" {
-  count  = local.create_records ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-
   # A record is needed until its last redrive and, exhausted, as long as its pointer waits in the
-  # retry-exhausted queue: never shorter than that queue keeps a message.
-  rule {
-    id     = "expire-failure-records"
-    status = "Enabled"
-
-    filter {
-      prefix = local.records_prefix
-    }
-
-    expiration {
-      days = var.failure_records.expiration_days
-    }
-
-    dynamic "noncurrent_version_expiration" {
-      for_each = var.failure_records.versioning ? [1] : []
-      content {
-        noncurrent_days = var.failure_records.noncurrent_version_expiration_days
-      }
-    }
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-
-  # Anything else in the bucket (Lambda makes single PUTs; others may upload in parts).
-  rule {
-    id     = "abort-incomplete-uploads"
-    status = "Enabled"
-
-    filter {}
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
-  }
-
-  depends_on = [aws_s3_bucket_versioning.failure_records]
-
-  lifecycle {
-    precondition {
-      condition     = var.failure_records.expiration_days * 86400 >= var.dlq_message_retention_seconds
-      error_message = "failure_records.expiration_days (${var.failure_records.expiration_days}) is shorter than the retry-exhausted queue keeps a message (dlq_message_retention_seconds = ${var.dlq_message_retention_seconds} s): an exhausted record's pointer would outlive its object."
-    }
-  }
+  # retry-exhausted queue: never shorter than that queue keeps a message (its precondition, main.tf).
+  expiring_rules = [{
+    id              = "expire-failure-records"
+    prefix          = local.records_prefix
+    days            = var.failure_records.expiration_days
+    noncurrent_days = var.failure_records.versioning ? var.failure_records.noncurrent_version_expiration_days : null
+  }]
+  tags = var.tags
 }
 
-locals {
-  # TLS only: a deny for every principal, so no grant elsewhere can open plain HTTP.
-  records_bucket_policy = jsonencode({
-    Version = "2012-10-17"
-    Statement = [{
-      Sid       = "DenyInsecureTransport"
-      Effect    = "Deny"
-      Principal = "*"
-      Action    = "s3:*"
-      Resource  = [local.records_bucket_arn, "${local.records_bucket_arn}/*"]
-      Condition = { Bool = { "aws:SecureTransport" = "false" } }
-    }]
-  })
+# The bucket's resources moved into modules/private-bucket (shared with modules/archive).
+moved {
+  from = aws_s3_bucket.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket.this
 }
 
-resource "aws_s3_bucket_policy" "failure_records" {
-  count  = local.create_records ? 1 : 0
-  bucket = aws_s3_bucket.failure_records[0].id
-  policy = local.records_bucket_policy
+moved {
+  from = aws_s3_bucket_public_access_block.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_public_access_block.this
+}
 
-  # S3 refuses a policy on a bucket whose public access block is being changed at the same time.
-  depends_on = [aws_s3_bucket_public_access_block.failure_records]
+moved {
+  from = aws_s3_bucket_ownership_controls.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_ownership_controls.this
+}
+
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_server_side_encryption_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_versioning.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_versioning.this[0]
+}
+
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_lifecycle_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_policy.failure_records[0]
+  to   = module.failure_records[0].aws_s3_bucket_policy.this
 }
 
 # --- the notification: a new record -> an S3 event on the failure queue --------------------------------
@@ -189,7 +111,7 @@ data "aws_iam_policy_document" "failure_queue_from_s3" {
 
 resource "aws_s3_bucket_notification" "failure_records" {
   count  = local.records_on && var.failure_records.manage_notifications ? 1 : 0
-  bucket = local.create_records ? aws_s3_bucket.failure_records[0].id : local.records_bucket_name
+  bucket = local.create_records ? module.failure_records[0].id : local.records_bucket_name
 
   dynamic "queue" {
     for_each = local.record_prefixes

@@ -127,6 +127,12 @@ resource "aws_sqs_queue" "exhausted" {
       condition     = local.exhausted_max_message_size >= var.max_message_size
       error_message = "exhausted_max_message_size (${local.exhausted_max_message_size}) must be at least max_message_size (${var.max_message_size}): a failure record too large for the bus goes to the retry-exhausted queue whole, as it came through the failure queue."
     }
+
+    precondition {
+      # An exhausted S3 record's pointer waits here: the bucket the module makes must keep the object as long.
+      condition     = !local.create_records || var.failure_records.expiration_days * 86400 >= var.dlq_message_retention_seconds
+      error_message = "failure_records.expiration_days (${var.failure_records.expiration_days}) is shorter than the retry-exhausted queue keeps a message (dlq_message_retention_seconds = ${var.dlq_message_retention_seconds} s): an exhausted record's pointer would outlive its object."
+    }
   }
 }
 
@@ -231,7 +237,7 @@ resource "aws_lambda_function_event_invoke_config" "source" {
   }
 
   # Lambda checks that the function's role may send to the destination when it is configured.
-  depends_on = [aws_iam_role_policy.source, aws_s3_bucket_policy.failure_records]
+  depends_on = [aws_iam_role_policy.source, module.failure_records]
 }
 
 # --- pipe: failure queue -> enrichment -> bus -------------------------------------------------------

@@ -19,7 +19,13 @@ from tests.terraform.mocked_plan import Run, plan_runs
 
 MODULE = "modules/self-healing"
 # What the module's test runs reference, copied beside it.
-DEPENDENCIES = ("modules/retry-policy", "modules/queue", "modules/scheduler", "modules/function")
+DEPENDENCIES = (
+    "modules/retry-policy",
+    "modules/queue",
+    "modules/scheduler",
+    "modules/function",
+    "modules/private-bucket",
+)
 # Relative to the module: the package must exist, its content is unused.
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 

@@ -31,6 +31,7 @@ MODULES = (
     "modules/function",
     "modules/queue",
     "modules/archive",  # the example's archive_enabled
+    "modules/private-bucket",  # the archive's bucket, and the failure records'
 )
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 NOW = datetime(2026, 11, 30, 10, 0, 5, tzinfo=UTC)

@@ -13,7 +13,13 @@ from tests.terraform.conftest import Workspace
 from tests.terraform.mocked_plan import Run, plan_runs
 
 MODULE = "modules/self-healing"
-DEPENDENCIES = ("modules/retry-policy", "modules/queue", "modules/scheduler", "modules/function")
+DEPENDENCIES = (
+    "modules/retry-policy",
+    "modules/queue",
+    "modules/scheduler",
+    "modules/function",
+    "modules/private-bucket",
+)
 PACKAGE = "../../tests/terraform/fixtures/empty.zip"
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 SOURCES = {"orders": {"function_name": "orders-fn", "function_role_name": "orders-role"}}

@@ -30,41 +30,41 @@ run "module_made_bucket_is_private_encrypted_and_expires_dead_records" {
   command = plan
 
   assert {
-    condition     = aws_s3_bucket.this[0].bucket == "orders-archive-123456789012-us-east-1" && aws_s3_bucket.this[0].tags == tomap({ team = "orders" })
-    error_message = "The module makes <name>-archive-<account>-<region>, tagged: ${aws_s3_bucket.this[0].bucket}"
+    condition     = module.bucket[0].resources.bucket.bucket == "orders-archive-123456789012-us-east-1" && module.bucket[0].resources.bucket.tags == tomap({ team = "orders" })
+    error_message = "The module makes <name>-archive-<account>-<region>, tagged: ${module.bucket[0].resources.bucket.bucket}"
   }
 
   assert {
     condition = (
-      aws_s3_bucket_public_access_block.this[0].block_public_acls &&
-      aws_s3_bucket_public_access_block.this[0].block_public_policy &&
-      aws_s3_bucket_public_access_block.this[0].ignore_public_acls &&
-      aws_s3_bucket_public_access_block.this[0].restrict_public_buckets
+      module.bucket[0].resources.public_access_block.block_public_acls &&
+      module.bucket[0].resources.public_access_block.block_public_policy &&
+      module.bucket[0].resources.public_access_block.ignore_public_acls &&
+      module.bucket[0].resources.public_access_block.restrict_public_buckets
     )
     error_message = "All four public access blocks are on."
   }
 
   assert {
-    condition     = one(aws_s3_bucket_ownership_controls.this[0].rule).object_ownership == "BucketOwnerEnforced"
+    condition     = one(module.bucket[0].resources.ownership_controls.rule).object_ownership == "BucketOwnerEnforced"
     error_message = "ACLs are disabled (BucketOwnerEnforced)."
   }
 
   assert {
     condition = [
-      for r in aws_s3_bucket_server_side_encryption_configuration.this[0].rule :
+      for r in module.bucket[0].resources.encryption.rule :
       [for d in r.apply_server_side_encryption_by_default : d.sse_algorithm][0]
     ] == ["AES256"]
     error_message = "Without kms_key_arn the bucket encrypts with SSE-S3."
   }
 
   assert {
-    condition     = one(aws_s3_bucket_versioning.this[0].versioning_configuration).status == "Enabled"
+    condition     = one(module.bucket[0].resources.versioning[0].versioning_configuration).status == "Enabled"
     error_message = "The bucket is versioned, so a discard or a redrive mark can be undone."
   }
 
   assert {
     condition = {
-      for r in aws_s3_bucket_lifecycle_configuration.this[0].rule : r.id => "${r.status} abort after ${one(r.abort_incomplete_multipart_upload).days_after_initiation}"
+      for r in module.bucket[0].resources.lifecycle.rule : r.id => "${r.status} abort after ${one(r.abort_incomplete_multipart_upload).days_after_initiation}"
       } == {
       expire-dead                   = "Enabled abort after 1"
       remove-expired-delete-markers = "Enabled abort after 1"
@@ -75,7 +75,7 @@ run "module_made_bucket_is_private_encrypted_and_expires_dead_records" {
 
   assert {
     condition = [
-      for r in aws_s3_bucket_lifecycle_configuration.this[0].rule :
+      for r in module.bucket[0].resources.lifecycle.rule :
       "${one(r.filter).prefix} current ${one(r.expiration).days} noncurrent ${one(r.noncurrent_version_expiration).noncurrent_days}" if r.id == "expire-dead"
     ] == ["serverless-retry/dead/ current 180 noncurrent 30"]
     error_message = "<prefix>dead/ expires after expiration_days (180), its noncurrent versions after 30."
@@ -83,14 +83,14 @@ run "module_made_bucket_is_private_encrypted_and_expires_dead_records" {
 
   assert {
     condition = [
-      for r in aws_s3_bucket_lifecycle_configuration.this[0].rule :
+      for r in module.bucket[0].resources.lifecycle.rule :
       "${one(r.filter).prefix} ${one(r.expiration).expired_object_delete_marker}" if r.id == "remove-expired-delete-markers"
     ] == ["serverless-retry/dead/ true"]
     error_message = "The delete markers a discard leaves under <prefix>dead/ go once their versions have expired."
   }
 
   assert {
-    condition = jsondecode(aws_s3_bucket_policy.this[0].policy) == {
+    condition = jsondecode(module.bucket[0].resources.policy.policy) == {
       Version = "2012-10-17"
       Statement = [
         {
@@ -111,7 +111,7 @@ run "module_made_bucket_is_private_encrypted_and_expires_dead_records" {
         },
       ]
     }
-    error_message = "The bucket policy denies plain HTTP and TLS < 1.2 on the bucket and its objects: ${aws_s3_bucket_policy.this[0].policy}"
+    error_message = "The bucket policy denies plain HTTP and TLS < 1.2 on the bucket and its objects: ${module.bucket[0].resources.policy.policy}"
   }
 
   assert {
@@ -227,7 +227,7 @@ run "bucket_key_is_used_with_sse_kms" {
 
   assert {
     condition = [
-      for r in aws_s3_bucket_server_side_encryption_configuration.this[0].rule :
+      for r in module.bucket[0].resources.encryption.rule :
       "${r.apply_server_side_encryption_by_default[0].sse_algorithm} ${r.apply_server_side_encryption_by_default[0].kms_master_key_id} ${r.bucket_key_enabled}"
     ] == ["aws:kms arn:aws:kms:us-east-1:123456789012:key/2222bbbb-22bb-22bb-22bb-222222222222 true"]
     error_message = "With kms_key_arn: SSE-KMS with that key and an S3 Bucket Key."
@@ -249,7 +249,7 @@ run "tls_1_2_deny_can_be_turned_off" {
   }
 
   assert {
-    condition     = [for s in jsondecode(aws_s3_bucket_policy.this[0].policy).Statement : s.Sid] == ["DenyInsecureTransport"]
+    condition     = [for s in jsondecode(module.bucket[0].resources.policy.policy).Statement : s.Sid] == ["DenyInsecureTransport"]
     error_message = "require_tls_1_2 = false keeps only the plain-HTTP deny."
   }
 }
@@ -264,13 +264,8 @@ run "own_bucket_makes_no_bucket_and_scopes_iam_to_its_prefix" {
 
   assert {
     condition = alltrue([
-      length(aws_s3_bucket.this) == 0,
-      length(aws_s3_bucket_public_access_block.this) == 0,
-      length(aws_s3_bucket_ownership_controls.this) == 0,
-      length(aws_s3_bucket_server_side_encryption_configuration.this) == 0,
-      length(aws_s3_bucket_versioning.this) == 0,
-      length(aws_s3_bucket_lifecycle_configuration.this) == 0,
-      length(aws_s3_bucket_policy.this) == 0,
+      # Every bucket resource is modules/private-bucket's, made once or not at all.
+      length(module.bucket) == 0,
     ])
     error_message = "A bucket of your own: the module makes no bucket resource."
   }
@@ -308,7 +303,7 @@ run "empty_prefix_writes_at_the_root" {
   assert {
     condition = (
       data.aws_iam_policy_document.write.statement[0].resources == toset(["arn:aws:s3:::orders-archive-123456789012-us-east-1/dead/*"]) &&
-      [for r in aws_s3_bucket_lifecycle_configuration.this[0].rule : "${one(r.filter).prefix} ${one(r.expiration).days}" if r.id == "expire-dead"] == ["dead/ 30"]
+      [for r in module.bucket[0].resources.lifecycle.rule : "${one(r.filter).prefix} ${one(r.expiration).days}" if r.id == "expire-dead"] == ["dead/ 30"]
     )
     error_message = "prefix \"\" puts records under dead/ at the bucket's root, expired by the same rule."
   }

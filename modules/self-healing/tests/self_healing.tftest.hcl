@@ -1,5 +1,9 @@
 # Plan-level tests of the self-healing module on the mock provider (shared defaults in
-# tests/terraform/mocks): IAM scopes, the rules' patterns, the wiring, and every validation.
+# tests/terraform/mocks): IAM scopes, the rules' patterns, the wiring, and every validation; then
+# the failure records in S3 (failure_records.tf, orders has on_failure = "s3"): the bucket and its
+# hardening, the notification to the failure queue and the queue's policy for it, the source roles'
+# PutObject and the functions' GetObject scoped to each function's prefix, and their validations;
+# last, how the two functions are deployed.
 mock_provider "aws" {
   source = "../../tests/terraform/mocks"
 }
@@ -155,6 +159,7 @@ variables {
       function_name      = "orders-fn"
       function_role_name = "orders-fn-role"
       topic_arn          = "arn:aws:sns:us-east-1:123456789012:orders"
+      on_failure         = "s3"
       # 1 + 5 retries at most: the 503 rule grants 6 attempts, more than the policy's 4.
       retry_policy = {
         max_attempts = 4
@@ -294,6 +299,14 @@ run "targets_redrive_or_exhausted_with_a_dlq_each" {
 
 run "sources_send_failures_to_the_failure_queue" {
   command = plan
+
+  # Both sources on the default on_failure (the file's orders writes to S3).
+  variables {
+    sources = {
+      orders   = { function_name = "orders-fn", function_role_name = "orders-fn-role" }
+      invoices = { function_name = "invoices-fn", function_role_name = "invoices-fn-role" }
+    }
+  }
 
   assert {
     condition = alltrue([
@@ -757,4 +770,401 @@ run "environment_larger_than_lambda_allows" {
     }
   }
   expect_failures = [aws_lambda_function_event_invoke_config.redrive]
+}
+
+# Failure records in S3 (failure_records.tf): orders writes there, invoices to the failure queue.
+run "the_bucket_is_made_hardened" {
+  command = plan
+
+  assert {
+    condition     = module.failure_records[0].resources.bucket.bucket == "heal-failure-records-123456789012-us-east-1" && module.failure_records[0].resources.bucket.tags["team"] == "orders"
+    error_message = "The bucket the module makes: <name>-failure-records-<account>-<region>, tagged."
+  }
+
+  assert {
+    condition = alltrue([
+      module.failure_records[0].resources.public_access_block.block_public_acls,
+      module.failure_records[0].resources.public_access_block.block_public_policy,
+      module.failure_records[0].resources.public_access_block.ignore_public_acls,
+      module.failure_records[0].resources.public_access_block.restrict_public_buckets,
+    ]) && module.failure_records[0].resources.ownership_controls.rule[0].object_ownership == "BucketOwnerEnforced"
+    error_message = "Public access blocked, ACLs off."
+  }
+
+  assert {
+    condition     = one([for r in module.failure_records[0].resources.encryption.rule : one(r.apply_server_side_encryption_by_default).sse_algorithm]) == "AES256"
+    error_message = "SSE-S3 by default."
+  }
+
+  assert {
+    condition     = length(module.failure_records[0].resources.versioning) == 0
+    error_message = "Versioning is off by default."
+  }
+
+  assert {
+    condition = [for r in module.failure_records[0].resources.lifecycle.rule : {
+      id = r.id, prefix = one(r.filter).prefix, days = one(r.expiration).days, noncurrent = length(r.noncurrent_version_expiration)
+    } if r.id == "expire-failure-records"] == [{ id = "expire-failure-records", prefix = "aws/lambda/async/", days = 30, noncurrent = 0 }]
+    error_message = "Records expire after 30 days by default, under Lambda's prefix."
+  }
+
+  assert {
+    condition     = alltrue([for r in module.failure_records[0].resources.lifecycle.rule : one(r.abort_incomplete_multipart_upload).days_after_initiation == 1]) && length(module.failure_records[0].resources.lifecycle.rule) == 2
+    error_message = "Every rule aborts incomplete uploads after a day."
+  }
+
+  assert {
+    condition = jsondecode(module.failure_records[0].resources.policy.policy).Statement == [{
+      Sid       = "DenyInsecureTransport"
+      Effect    = "Deny"
+      Principal = "*"
+      Action    = "s3:*"
+      Resource  = ["arn:aws:s3:::heal-failure-records-123456789012-us-east-1", "arn:aws:s3:::heal-failure-records-123456789012-us-east-1/*"]
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+    error_message = "The bucket refuses plain HTTP."
+  }
+
+  assert {
+    condition     = output.failure_records_bucket == { name = "heal-failure-records-123456789012-us-east-1", arn = "arn:aws:s3:::heal-failure-records-123456789012-us-east-1", prefix = "aws/lambda/async/" }
+    error_message = "The output names the bucket and Lambda's prefix."
+  }
+}
+
+run "only_the_s3_source_writes_to_the_bucket" {
+  command = plan
+
+  assert {
+    condition     = aws_lambda_function_event_invoke_config.source["orders"].destination_config[0].on_failure[0].destination == "arn:aws:s3:::heal-failure-records-123456789012-us-east-1"
+    error_message = "orders (on_failure = s3): on failure -> the bucket."
+  }
+
+  assert {
+    condition     = aws_lambda_function_event_invoke_config.source["invoices"].destination_config[0].on_failure[0].destination == "arn:aws:sqs:us-east-1:123456789012:heal-failures"
+    error_message = "invoices (the default): on failure -> the failure queue, as before."
+  }
+
+  assert {
+    condition = [for s in data.aws_iam_policy_document.source_s3["orders"].statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"] == [
+      "WriteFailureRecords | s3:PutObject | arn:aws:s3:::heal-failure-records-123456789012-us-east-1/aws/lambda/async/orders-fn/*",
+      "ListFailureRecordsBucket | s3:ListBucket | arn:aws:s3:::heal-failure-records-123456789012-us-east-1",
+    ]
+    error_message = "The S3 source's role may write under its own function's prefix only (and list the bucket, as Lambda requires)."
+  }
+
+  assert {
+    condition     = keys(data.aws_iam_policy_document.source_s3) == ["orders"]
+    error_message = "Only the S3 source gets S3 permissions."
+  }
+
+  assert {
+    condition = [for s in data.aws_iam_policy_document.read_records.statement : "${s.sid} | ${join(",", sort(s.actions))} | ${join(",", sort(s.resources))}"] == [
+      "ReadFailureRecords | s3:GetObject | arn:aws:s3:::heal-failure-records-123456789012-us-east-1/aws/lambda/async/orders-fn/*",
+    ]
+    error_message = "Enrichment and redrive may read exactly the S3 sources' records."
+  }
+
+  assert {
+    condition = alltrue([
+      contains(data.aws_iam_policy_document.enrichment.source_policy_documents, data.aws_iam_policy_document.read_records.json),
+      contains(data.aws_iam_policy_document.redrive.source_policy_documents, data.aws_iam_policy_document.read_records.json),
+    ])
+    error_message = "Both functions' policies include the read."
+  }
+
+  assert {
+    condition     = output.failure_records_read_policy_json == data.aws_iam_policy_document.read_records.json
+    error_message = "An operator who redrives records whose payload is in S3 gets the same read, and nothing more."
+  }
+}
+
+run "new_records_notify_the_failure_queue" {
+  command = plan
+
+  assert {
+    condition = jsonencode([for q in aws_s3_bucket_notification.failure_records[0].queue : {
+      id = q.id, queue_arn = q.queue_arn, events = sort(q.events), prefix = q.filter_prefix
+      }]) == jsonencode([{
+      id = "serverless-retry-heal-orders", queue_arn = "arn:aws:sqs:us-east-1:123456789012:heal-failures", events = ["s3:ObjectCreated:*"], prefix = "aws/lambda/async/orders-fn/"
+    }])
+    error_message = "One notification per S3 source, on its function's prefix, to the failure queue."
+  }
+
+  assert {
+    condition = jsonencode([for s in data.aws_iam_policy_document.failure_queue_from_s3[0].statement : {
+      sid        = s.sid
+      actions    = sort(s.actions)
+      resources  = sort(s.resources)
+      principals = [for p in s.principals : "${p.type}:${join(",", sort(p.identifiers))}"]
+      conditions = sort([for c in s.condition : "${c.test} ${c.variable} ${join(",", c.values)}"])
+      }]) == jsonencode([{
+      sid        = "S3SendsFailureRecordEvents"
+      actions    = ["sqs:SendMessage"]
+      resources  = ["arn:aws:sqs:us-east-1:123456789012:heal-failures"]
+      principals = ["Service:s3.amazonaws.com"]
+      conditions = ["ArnEquals aws:SourceArn arn:aws:s3:::heal-failure-records-123456789012-us-east-1", "StringEquals aws:SourceAccount 123456789012"]
+    }])
+    error_message = "Only this bucket of this account may send to the failure queue as S3."
+  }
+}
+
+run "without_an_s3_source_nothing_is_made" {
+  command = plan
+
+  variables {
+    sources = {
+      orders = { function_name = "orders-fn", function_role_name = "orders-fn-role" }
+    }
+  }
+
+  assert {
+    condition = alltrue([
+      length(module.failure_records) == 0,
+      length(aws_s3_bucket_notification.failure_records) == 0,
+      length(data.aws_iam_policy_document.failure_queue_from_s3) == 0,
+      length(data.aws_iam_policy_document.source_s3) == 0,
+      length(data.aws_iam_policy_document.read_records.statement) == 0,
+      output.failure_records_bucket == null,
+      output.failure_records_read_policy_json == null,
+    ])
+    error_message = "The default keeps today's behaviour: no bucket, no S3 permission."
+  }
+}
+
+run "your_own_bucket" {
+  command = plan
+
+  variables {
+    failure_records = { bucket = "my-records" }
+  }
+
+  assert {
+    condition     = length(module.failure_records) == 0
+    error_message = "With your bucket the module makes none."
+  }
+
+  assert {
+    condition     = aws_s3_bucket_notification.failure_records[0].bucket == "my-records" && aws_lambda_function_event_invoke_config.source["orders"].destination_config[0].on_failure[0].destination == "arn:aws:s3:::my-records"
+    error_message = "Your bucket gets the records and the notification."
+  }
+
+  assert {
+    condition     = one([for s in data.aws_iam_policy_document.read_records.statement : s.resources]) == toset(["arn:aws:s3:::my-records/aws/lambda/async/orders-fn/*"])
+    error_message = "The reads are scoped to your bucket's prefix of the function."
+  }
+}
+
+run "your_own_bucket_without_managed_notifications" {
+  command = plan
+
+  variables {
+    failure_records = { bucket = "my-records", manage_notifications = false }
+  }
+
+  assert {
+    condition     = length(aws_s3_bucket_notification.failure_records) == 0 && length(data.aws_iam_policy_document.failure_queue_from_s3) == 1
+    error_message = "manage_notifications = false leaves the notification to you (the queue still lets the bucket in)."
+  }
+}
+
+run "versioned_and_encrypted_with_your_key" {
+  command = plan
+
+  variables {
+    failure_records = {
+      versioning  = true
+      kms_key_arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    }
+  }
+
+  assert {
+    condition     = module.failure_records[0].resources.versioning[0].versioning_configuration[0].status == "Enabled" && one(one([for r in module.failure_records[0].resources.lifecycle.rule : r if r.id == "expire-failure-records"]).noncurrent_version_expiration).noncurrent_days == 7
+    error_message = "Versioning on, noncurrent versions expire after 7 days."
+  }
+
+  assert {
+    condition     = one([for r in module.failure_records[0].resources.encryption.rule : r.bucket_key_enabled && one(r.apply_server_side_encryption_by_default).sse_algorithm == "aws:kms"])
+    error_message = "SSE-KMS with a Bucket Key."
+  }
+
+  assert {
+    condition = alltrue([
+      contains([for s in data.aws_iam_policy_document.source_s3["orders"].statement : "${s.sid} | ${join(",", s.actions)} | ${join(",", s.resources)}"], "EncryptFailureRecords | kms:GenerateDataKey | arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"),
+      contains([for s in data.aws_iam_policy_document.read_records.statement : "${s.sid} | ${join(",", s.actions)} | ${join(",", s.resources)}"], "DecryptFailureRecords | kms:Decrypt | arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"),
+    ])
+    error_message = "The writer may encrypt, the readers decrypt, with that key only."
+  }
+}
+
+run "unknown_on_failure" {
+  command = plan
+
+  variables {
+    sources = { orders = { function_name = "orders-fn", function_role_name = "orders-fn-role", on_failure = "sqs" } }
+  }
+
+  expect_failures = [var.sources]
+}
+
+run "bucket_given_as_an_arn" {
+  command = plan
+
+  variables {
+    failure_records = { bucket = "arn:aws:s3:::my-records" }
+  }
+
+  expect_failures = [var.failure_records]
+}
+
+run "records_expire_before_their_exhausted_pointer" {
+  command = plan
+
+  variables {
+    failure_records = { expiration_days = 7 }
+  }
+
+  expect_failures = [aws_sqs_queue.exhausted]
+}
+
+# How the enrichment and redrive functions are deployed: code from S3 and layers, the architecture,
+# a VPC, roles of the user's own and extra statements.
+run "names_and_outputs" {
+  command = plan
+
+  assert {
+    condition     = output.enrichment_role_name == "heal-enrichment" && output.redrive_role_name == "heal-redrive" && output.pipe_role_name == "heal-pipe" && output.scheduler_role_name == "heal-redrive-scheduler"
+    error_message = "Every role a user wires to is named once, and in the outputs."
+  }
+
+  assert {
+    condition     = output.enrichment_log_group_name == "/aws/lambda/heal-enrichment" && output.redrive_log_group_name == "/aws/lambda/heal-redrive"
+    error_message = "The functions' log groups are in the outputs."
+  }
+
+  assert {
+    condition     = length(module.enrichment.iam.extra_policies) == 0 && length(module.redrive.iam.extra_policies) == 0 && length(module.redrive.function.vpc_config) == 0
+    error_message = "No extra policy or VPC unless asked for."
+  }
+}
+
+run "deployment_reaches_both_functions" {
+  command = plan
+
+  variables {
+    package       = null
+    s3_package    = { bucket = "platform-artifacts", key = "serverless-retry/1.0.0/function.zip", object_version = "9" }
+    layers        = ["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:2"]
+    architectures = ["x86_64"]
+    vpc = {
+      subnet_ids         = ["subnet-0a1b2c3d4e5f60718", "subnet-0b1b2c3d4e5f60718"]
+      security_group_ids = ["sg-0123456789abcdef0"]
+    }
+  }
+
+  assert {
+    condition = alltrue([for f in [module.enrichment.function, module.redrive.function] : (
+      f.s3_bucket == "platform-artifacts" && f.s3_key == "serverless-retry/1.0.0/function.zip" && f.s3_object_version == "9" && f.filename == null &&
+      f.layers == tolist(["arn:aws:lambda:us-east-1:123456789012:layer:serverless-retry:2"]) &&
+      f.architectures == tolist(["x86_64"]) &&
+      f.vpc_config[0].subnet_ids == toset(["subnet-0a1b2c3d4e5f60718", "subnet-0b1b2c3d4e5f60718"]) &&
+      f.vpc_config[0].security_group_ids == toset(["sg-0123456789abcdef0"])
+    )])
+    error_message = "Both functions run from the S3 object, the layers, the architecture and the VPC given."
+  }
+
+  assert {
+    condition = [for s in module.enrichment.iam.documents.network.statement : s.resources if s.sid == "CreateNetworkInterfacesInSubnets"][0] == toset([
+      "arn:aws:ec2:us-east-1:123456789012:network-interface/*",
+      "arn:aws:ec2:us-east-1:*:subnet/subnet-0a1b2c3d4e5f60718",
+      "arn:aws:ec2:us-east-1:*:subnet/subnet-0b1b2c3d4e5f60718",
+      "arn:aws:ec2:us-east-1:*:security-group/sg-0123456789abcdef0",
+    ])
+    error_message = "Interfaces may be created only in the given subnets, with the given security groups."
+  }
+
+  assert {
+    condition     = alltrue([for s in module.enrichment.iam.documents.network.statement : contains(s.resources, "*") ? s.actions == toset(["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"]) : true])
+    error_message = "A \"*\" resource only for the Describe actions, which accept nothing else."
+  }
+}
+
+run "own_roles" {
+  command = plan
+
+  variables {
+    enrichment_role_arn = "arn:aws:iam::123456789012:role/platform/heal-enrichment-runtime"
+    redrive_role_arn    = "arn:aws:iam::123456789012:role/heal-redrive-runtime"
+  }
+
+  assert {
+    condition     = length(module.enrichment.iam.roles) == 0 && length(module.redrive.iam.roles) == 0 && length(module.enrichment.iam.policies) == 0 && length(module.redrive.iam.policies) == 0
+    error_message = "With the role ARNs given, the module creates no function role."
+  }
+
+  assert {
+    condition     = module.enrichment.function.role == var.enrichment_role_arn && module.redrive.function.role == var.redrive_role_arn
+    error_message = "Each function runs as the role given."
+  }
+
+  assert {
+    condition     = output.enrichment_role_name == "heal-enrichment-runtime" && output.redrive_role_name == "heal-redrive-runtime" && output.redrive_role_arn == var.redrive_role_arn
+    error_message = "The outputs name the roles given."
+  }
+}
+
+run "extra_statements" {
+  command = plan
+
+  variables {
+    redrive_policy_statements = [{
+      sid       = "ReadFeatureFlags"
+      actions   = ["appconfig:GetLatestConfiguration"]
+      resources = ["arn:aws:appconfig:us-east-1:123456789012:application/abc/environment/def/configuration/ghi"]
+    }]
+  }
+
+  assert {
+    condition     = module.redrive.iam.extra_policies[0].name == "extra" && length(module.enrichment.iam.extra_policies) == 0 && module.redrive.iam.documents.extra.statement[0].sid == "ReadFeatureFlags"
+    error_message = "Extra statements go in their own inline policy, on the function they are given for."
+  }
+}
+
+run "extra_statements_name_their_actions" {
+  command = plan
+
+  variables {
+    redrive_policy_statements = [{ actions = ["lambda:*"], resources = ["arn:aws:lambda:us-east-1:123456789012:function:x"] }]
+  }
+
+  expect_failures = [var.redrive_policy_statements]
+}
+
+run "vpc_needs_both" {
+  command = plan
+
+  variables {
+    vpc = { subnet_ids = ["subnet-0a1b2c3d4e5f60718"], security_group_ids = [] }
+  }
+
+  expect_failures = [var.vpc]
+}
+
+run "one_architecture" {
+  command = plan
+
+  variables {
+    architectures = ["arm64", "x86_64"]
+  }
+
+  expect_failures = [var.architectures]
+}
+
+run "own_role_must_be_a_role_arn" {
+  command = plan
+
+  variables {
+    redrive_role_arn = "heal-redrive-runtime"
+  }
+
+  expect_failures = [var.redrive_role_arn]
 }
