@@ -92,7 +92,7 @@ data "aws_iam_policy_document" "kms" {
   }
 }
 
-# Concern: one chain per message (serverless_retry.claims), in the claims table only. Every claim
+# Concern: one chain per message (serverless_retry.consumer.claims), in the claims table only. Every claim
 # operation is one conditional UpdateItem on the chain's item: claim an attempt (or take over one
 # whose owner is gone), mark it finished or final. A refused condition returns the item with it
 # (ReturnValuesOnConditionCheckFailure), so neither GetItem nor PutItem is needed. A plain handler

@@ -6,7 +6,7 @@ locals {
   fifo             = var.queue.fifo != null ? var.queue.fifo : endswith(var.queue.arn, ".fifo")
   schedule_dlq_arn = coalesce(var.queue.schedule_dlq_arn, var.queue.dlq_arn)
 
-  # One chain per message (serverless_retry.claims): only the serverless_retry consumer claims.
+  # One chain per message (serverless_retry.consumer.claims): only the serverless_retry consumer claims.
   claims             = !local.native && var.claims.enabled
   create_claims      = local.claims && var.claims.table_arn == null
   claims_table_name  = !local.claims ? null : local.create_claims ? "${var.name}-claims" : element(split("/", var.claims.table_arn), 1)

@@ -386,7 +386,7 @@ variable "idempotency_table_arn" {
 
 variable "claims" {
   description = <<-EOT
-    One retry chain per message (serverless_retry.claims), on by default for a consumer with a
+    One retry chain per message (serverless_retry.consumer.claims), on by default for a consumer with a
     processor: each attempt of a message is claimed in a DynamoDB table before it runs, so a record
     delivered twice (or a retry sent twice) does not start a second chain. A first delivery that
     succeeds writes nothing. `enabled = false` opts out (no table, no SERVERLESS_RETRY_CLAIMS_TABLE:
