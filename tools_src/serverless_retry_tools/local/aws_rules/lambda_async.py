@@ -1,6 +1,6 @@
 """Lambda's asynchronous invocation, as pure functions: what is accepted, when it runs again, what the
 destinations receive. The emulator child queues each accepted invocation
-(:mod:`serverless_retry_tools.local.lambda_patches`), the runtime runs it
+(:mod:`serverless_retry_tools.local.emulator.async_patches`), the runtime runs it
 (:mod:`serverless_retry_tools.local.runtime.async_runner`); both follow this module.
 
 AWS's rules (Lambda developer guide: "Asynchronous invocation", "How Lambda handles errors and
