@@ -163,7 +163,7 @@ test_venv_ready() {
   # The Python the example's functions declare, with boto3 only, for the local worker (built once
   # under build/lambda-python; tests that need it first wait on its lock). Not niced: the first
   # integration tests, minutes of logical time on a real-time budget, wait for it.
-  "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
+  "$VENV/bin/python" -m serverless_retry_tools.local.runtime.lambda_python python3.12 > build/lambda-python.log 2>&1 &
   LAMBDA_PYTHON_PID=$!
   start_lint
   warm_bytecode
@@ -225,7 +225,7 @@ cmd_demo() {
   # on a fresh machine, building it when the first message arrives let messages sit unprocessed for
   # ~30 real seconds, most of an hour of logical time at x100.
   mkdir -p build
-  "$VENV/bin/python" -m serverless_retry_tools.local.lambda_python python3.12 > build/lambda-python.log 2>&1 &
+  "$VENV/bin/python" -m serverless_retry_tools.local.runtime.lambda_python python3.12 > build/lambda-python.log 2>&1 &
   # Logs, Terraform state and the per-message accounting of each run stay under build/demo/.
   local work
   work="$ROOT/build/demo/$(date -u +%Y%m%dT%H%M%SZ)"

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import EXAMPLE_POLICY, consumer_env, queue_arn, queue_url, table
-from serverless_retry_tools.local.lambda_python import resolve
+from serverless_retry_tools.local.runtime.lambda_python import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "bench" / "handler_imports"

@@ -28,7 +28,7 @@ from pathlib import Path
 from _common import EXAMPLE_POLICY, consumer_env, table
 from serverless_retry_tools.bundling.bundle import Result, build_function, build_layer
 from serverless_retry_tools.bundling.targets import Target
-from serverless_retry_tools.local.lambda_python import resolve
+from serverless_retry_tools.local.runtime.lambda_python import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "bench" / "package_sizes"

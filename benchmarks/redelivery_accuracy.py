@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dist" / "serverless-retry.zip"

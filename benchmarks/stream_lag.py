@@ -19,7 +19,7 @@ functions read the same shard:
   mode: it reports the failed record and every later one, Lambda retries from there, then discards
   the rest of the batch).
 
-The poller is the emulator's own rules (tools_src/serverless_retry_tools/local/streams/answers.py:
+The poller is the emulator's own rules (tools_src/serverless_retry_tools/local/runtime/streams/answers.py:
 ``judge_stream_batch``, ``plan_next``, ``expired_prefix``), run here on a logical clock with no
 threads: read the records that have arrived past the checkpoint, invoke, apply the answer, go on.
 What takes logical time is modelled (options): an invocation costs ``--invoke-ms`` plus
@@ -65,13 +65,13 @@ from serverless_retry.observability import ConsumerMetrics
 from serverless_retry.policy import RetryPolicy as ConsumerPolicy
 from serverless_retry.streams.consumer import StreamRetryingConsumer
 from serverless_retry.streams.stream_message import StreamMessage
-from serverless_retry_tools.local.streams.answers import (
+from serverless_retry_tools.local.runtime.streams.answers import (
     RetryPolicy,
     expired_prefix,
     judge_stream_batch,
     plan_next,
 )
-from serverless_retry_tools.local.streams.shard_poller import _drop as drop_from_plan
+from serverless_retry_tools.local.runtime.streams.shard_poller import _drop as drop_from_plan
 
 from tests.support.fakeaws import World
 

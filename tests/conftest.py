@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE
+from serverless_retry_tools.local.runtime.functions import CODE_CACHE_VARIABLE
 
 from tests.scheduling import LaneScheduling, spread
 from tests.support.botocore_cache import share_parsed_data

@@ -21,9 +21,9 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from serverless_retry_tools.local.logical_time import LogicalClock, install_logical_sqs
-from serverless_retry_tools.local.moto_patches import PatchContext, apply_patches
-from serverless_retry_tools.local.patching import Undo
+from serverless_retry_tools.local.emulator.logical_time import LogicalClock, install_logical_sqs
+from serverless_retry_tools.local.emulator.moto_patches import PatchContext, apply_patches
+from serverless_retry_tools.local.emulator.patching import Undo
 
 STEP = 0.05  # logical seconds between two readings of the clock
 SWEEP = 20  # readings: the pass starts from before a1 falls due to after b1 does

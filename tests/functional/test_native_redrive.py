@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 from serverless_retry.clock import FrozenClock
 from serverless_retry.redrive.native import check_native, start_native, wait_native
-from serverless_retry_tools.local.moto_patches import patched
+from serverless_retry_tools.local.emulator.moto_patches import patched
 
 from tests.functional.redrive_world import World, event, make_world
 

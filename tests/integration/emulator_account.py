@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 
 class EmulatorAccount:

@@ -10,15 +10,15 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from serverless_retry_tools.local.accounting import (
+from serverless_retry_tools.local.demos.accounting import (
     Accounting,
     SentMessage,
     account,
     parse_final,
     parse_log_lines,
 )
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-from serverless_retry_tools.local.workload import WorkItem
+from serverless_retry_tools.local.demos.scheduled_workload import WorkItem
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from .conftest import Stack
 

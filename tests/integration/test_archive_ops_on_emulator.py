@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 from serverless_retry_tools.ops_sandbox import Sandbox, seed
 
 from tests.functional.test_cli_archive import put_archived

@@ -26,8 +26,8 @@ import pytest
 from botocore.config import Config
 from serverless_retry.archive.record import ArchiveRecord
 from serverless_retry.archive.store import ArchiveStore
-from serverless_retry_tools.local.runtime import Runtime
-from serverless_retry_tools.local.s3_faults import set_s3_put_faults
+from serverless_retry_tools.local.emulator.s3_faults import set_s3_put_faults
+from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.terraform.conftest import ROOT, Terraform, terraform_env
 from tests.terraform.stack import Applied, SharedStack, StackSpec

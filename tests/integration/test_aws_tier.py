@@ -18,7 +18,7 @@ import pytest
 from serverless_retry_tools.aws_tier.cleanup import inventory
 from serverless_retry_tools.aws_tier.runner import new_prefix, run_tier
 from serverless_retry_tools.aws_tier.targets import EmulatorTarget
-from serverless_retry_tools.local.demo_frame import ProgressLines
+from serverless_retry_tools.local.demos.demo_frame import ProgressLines
 
 from tests.terraform.conftest import ROOT, terraform_env
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 pytestmark = pytest.mark.integration
 

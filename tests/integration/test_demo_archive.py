@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.demo import DemoOptions, run_demo
-from serverless_retry_tools.local.demo_frame import find_repo_root
+from serverless_retry_tools.local.demos.demo_frame import find_repo_root
+from serverless_retry_tools.local.demos.scheduled_demo import DemoOptions, run_demo
 
 pytestmark = [
     pytest.mark.integration,

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SERVER = [sys.executable, "-m", "serverless_retry_tools.local.emulator_server", "--port", "0"]
+SERVER = [sys.executable, "-m", "serverless_retry_tools.local.emulator.emulator_server", "--port", "0"]
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], ready: Path, seconds: float = 90) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.schedules import parse_at
-from serverless_retry_tools.local.workload import MALFORMED, WorkItem, build_workload
+from serverless_retry_tools.local.aws_rules.schedules import parse_at
+from serverless_retry_tools.local.demos.scheduled_workload import MALFORMED, WorkItem, build_workload
 
 from .conftest import Stack
 from .harness import Harness

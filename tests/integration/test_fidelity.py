@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent, ServiceError
-from serverless_retry_tools.local.sqs_events import sqs_event
+from serverless_retry_tools.local.aws_rules.sqs_events import sqs_event
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent, ServiceError
 
 from tests.integration.emulator_account import EmulatorAccount
 

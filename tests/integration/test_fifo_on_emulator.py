@@ -26,9 +26,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from serverless_retry.consumer import RETRIES_PLANNED
 from serverless_retry.retry_log import retry_log_entries
-from serverless_retry_tools.local.demo_queues import receive_all
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-from serverless_retry_tools.local.schedules import parse_at
+from serverless_retry_tools.local.aws_rules.schedules import parse_at
+from serverless_retry_tools.local.demos.demo_queues import receive_all
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.terraform.stack import Applied
 

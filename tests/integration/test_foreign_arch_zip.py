@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from serverless_retry_tools.bundling.targets import Target, pip_target_args
-from serverless_retry_tools.local.architectures import host_machine
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.architectures import host_machine
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.integration.emulator_account import EmulatorAccount
 

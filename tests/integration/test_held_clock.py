@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.held_clock import SharedClock
-from serverless_retry_tools.local.runtime import Runtime
+from serverless_retry_tools.local.clock.held_clock import SharedClock
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.integration.test_runtime import Aws
 

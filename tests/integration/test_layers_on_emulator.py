@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.functions import FunctionPool
-from serverless_retry_tools.local.layers import LayerError, mount
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.functions import FunctionPool
+from serverless_retry_tools.local.runtime.layers import LayerError, mount
 
 from tests.integration.emulator_account import EmulatorAccount
 

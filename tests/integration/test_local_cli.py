@@ -12,7 +12,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from serverless_retry_tools.local.emulator import FAKE_CREDENTIALS
+from serverless_retry_tools.local.emulator_contract import FAKE_CREDENTIALS
 
 from tests.terraform.conftest import terraform_env
 

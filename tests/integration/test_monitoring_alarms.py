@@ -1,6 +1,6 @@
 """modules/monitoring on the emulator: its alarms go to ALARM within the time they promise after a
 failure, and back to OK after the fix, evaluated by the emulator's CloudWatch in logical time
-(serverless_retry_tools.local.cloudwatch).
+(serverless_retry_tools.local.emulator.cloudwatch).
 
 The promise: an alarm looks at ``evaluation_periods`` periods, so it fires within that many periods
 of the condition, plus a minute for the metric to be published and one for the alarm to be
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.runtime import Runtime
+from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.terraform.stack import Applied
 

@@ -20,8 +20,8 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.moto_patches import PATCHES
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.emulator.moto_patches import PATCHES
 
 NO_RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"})
 TLS_ONLY = {
@@ -835,7 +835,7 @@ def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     names = set(globals())
     # The self-healing patches (async_patches, events_patches) are tested in test_selfheal_emulator.py,
     # the S3 ones in test_s3_patches.py.
-    from serverless_retry_tools.local import async_patches, events_patches, s3_patches
+    from serverless_retry_tools.local.emulator import async_patches, events_patches, s3_patches
 
     theirs = {p.name for p in (*async_patches.patches(), *events_patches.patches(), *s3_patches.patches())}
     here = [n for n in PATCHES if n not in theirs]
@@ -850,7 +850,7 @@ def test_every_patch_has_a_raw_and_a_patched_test() -> None:
     assert len(patched_tests) == len(here)
 
 
-# --- Lambda's recursive loop detection (local/recursion.py) --------------------------------------
+# --- Lambda's recursive loop detection (local/aws_rules/recursion.py) --------------------------------------
 
 
 def _send_with_trace_header(aws: Aws) -> list[dict[str, Any]]:
@@ -970,7 +970,7 @@ def _interleaved_reads(raw_moto: bool) -> set[bytes]:
 
     from moto import mock_aws
     from moto.dynamodb.models import Table
-    from serverless_retry_tools.local.moto_patches import patched as patches_applied
+    from serverless_retry_tools.local.emulator.moto_patches import patched as patches_applied
 
     both_read = threading.Barrier(2)
     get_item = Table.get_item

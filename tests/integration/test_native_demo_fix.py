@@ -1,7 +1,7 @@
 """``./build.sh demo native-retry`` deploys its fix through the documented sandbox path: it writes the
 ready file ``serverless-retry local`` writes and runs ``serverless-retry local apply`` against it, the
 command docs/patterns/native-retry.md shows. Here on a root of built-ins (seconds, not minutes),
-with the demo's own fix step (:func:`serverless_retry_tools.local.native_demo.fix_through_sandbox`)."""
+with the demo's own fix step (:func:`serverless_retry_tools.local.demos.native_demo.fix_through_sandbox`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.demo_frame import ExampleRun, ProgressLines
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.native_demo import FIX, fix_command, fix_through_sandbox
-from serverless_retry_tools.local.terraform import Terraform, emulator_environment
+from serverless_retry_tools.local.demos.demo_frame import ExampleRun, ProgressLines
+from serverless_retry_tools.local.demos.native_demo import FIX, fix_command, fix_through_sandbox
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.sandbox.terraform import Terraform, emulator_environment
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = Path(__file__).resolve().parent / "fixtures" / "reapply-root"

@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 import pytest
 from serverless_retry_tools.commands.simulate import native_rows
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 pytestmark = pytest.mark.integration
 

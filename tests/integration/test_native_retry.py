@@ -1,6 +1,6 @@
 """examples/native-retry applied once to the emulator (the shared ``native_retry_stack``, release =
 "buggy"): what was created, then the story of ``serverless-retry demo native-retry``, run by the same
-code (:func:`serverless_retry_tools.local.native_demo.run_story`): the backlog waits while the bug is
+code (:func:`serverless_retry_tools.local.demos.native_demo.run_story`): the backlog waits while the bug is
 live, drains after a second apply of the fix with no redrive, the ledger holds one entry per order
 although orders were delivered more than once, and the DLQ stays empty."""
 
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.native_demo import FIXED_HANDLER, StoryResult, run_story
-from serverless_retry_tools.local.native_workload import (
+from serverless_retry_tools.local.demos.native_demo import FIXED_HANDLER, StoryResult, run_story
+from serverless_retry_tools.local.demos.native_workload import (
     BACKLOG,
     CRASH_AFTER_WRITE,
     RESENT_LATER,

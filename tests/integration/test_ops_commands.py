@@ -16,7 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 from serverless_retry_tools.ops_sandbox import Sandbox, seed
 
 CLI = shutil.which("serverless-retry", path=str(Path(sys.executable).parent)) or "serverless-retry"

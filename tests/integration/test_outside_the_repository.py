@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from serverless_retry.terminal import read_terminal
-from serverless_retry_tools.local.runtime import Runtime
+from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.integration.outside_stack import TAG
 from tests.terraform.conftest import ROOT

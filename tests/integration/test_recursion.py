@@ -1,4 +1,4 @@
-"""Lambda's recursive loop detection on the emulator (local/recursion.py): a function that sends to
+"""Lambda's recursive loop detection on the emulator (local/aws_rules/recursion.py): a function that sends to
 the queue that invokes it stays in one chain of requests (its SDK's X-Amzn-Trace-Id header, kept by
 SQS as AWSTraceHeader, read back by the poller), and Lambda's default (Terminate) stops its 17th
 invocation; the message stays in the queue until the redrive policy moves it to the DLQ."""
@@ -12,8 +12,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.recursion import DROPPED_METRIC, LAMBDA_NAMESPACE, MAX_CHAIN_INVOCATIONS
+from serverless_retry_tools.local.aws_rules.recursion import (
+    DROPPED_METRIC,
+    LAMBDA_NAMESPACE,
+    MAX_CHAIN_INVOCATIONS,
+)
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 from tests.integration.test_runtime import Aws, Run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.recursion import MAX_CHAIN_INVOCATIONS
-from serverless_retry_tools.local.workload import WorkItem
+from serverless_retry_tools.local.aws_rules.recursion import MAX_CHAIN_INVOCATIONS
+from serverless_retry_tools.local.demos.scheduled_workload import WorkItem
 
 from .conftest import Stack
 from .harness import Harness

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from botocore.config import Config
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.integration.emulator_account import EmulatorAccount
 
@@ -381,7 +381,7 @@ def test_a_pipe_enriches_and_puts_on_the_bus(aws: Aws, tmp_path: Path) -> None:
 def test_a_function_runs_on_its_runtime_python_with_only_boto3_besides_its_zip(
     aws: Aws, tmp_path: Path
 ) -> None:
-    from serverless_retry_tools.local.lambda_python import find_python
+    from serverless_retry_tools.local.runtime.lambda_python import find_python
 
     if find_python("3.12") is None:
         pytest.skip("no Python 3.12 on this machine: the worker falls back (with a warning)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 from tests.integration.test_runtime import Aws, Run
 

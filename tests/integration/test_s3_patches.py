@@ -1,4 +1,4 @@
-"""The emulator's S3 patch (serverless_retry_tools.local.s3_patches): raw moto refuses every write to a
+"""The emulator's S3 patch (serverless_retry_tools.local.emulator.s3_patches): raw moto refuses every write to a
 bucket whose policy denies plain HTTP and TLS < 1.2 (modules/archive's), the patched emulator judges
 those statements as AWS does for an HTTPS request, and still applies the rest of the policy."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.s3_patches import transport_statement_applies
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.emulator.s3_patches import transport_statement_applies
 
 
 def _tls_only(bucket: str, *, deny_key: str | None = None) -> str:

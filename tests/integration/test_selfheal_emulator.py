@@ -21,9 +21,9 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.lambda_async import ASYNC_QUEUE_NAME
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.aws_rules.lambda_async import ASYNC_QUEUE_NAME
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.integration.emulator_account import EmulatorAccount
 
@@ -717,7 +717,7 @@ PATCH_TESTS = {
 
 
 def test_every_self_healing_patch_has_a_test() -> None:
-    from serverless_retry_tools.local import async_patches, events_patches
+    from serverless_retry_tools.local.emulator import async_patches, events_patches
 
     names = {p.name for p in (*async_patches.patches(), *events_patches.patches())}
     assert names == set(PATCH_TESTS)

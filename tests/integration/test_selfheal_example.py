@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-from serverless_retry_tools.local.selfheal_accounting import SelfHealingAccounting
-from serverless_retry_tools.local.selfheal_demo import Layout, collect, publish, settled_probe
-from serverless_retry_tools.local.selfheal_workload import build_messages
+from serverless_retry_tools.local.demos.selfheal_accounting import SelfHealingAccounting
+from serverless_retry_tools.local.demos.selfheal_demo import Layout, collect, publish, settled_probe
+from serverless_retry_tools.local.demos.selfheal_workload import build_messages
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.integration.selfheal_grid import Role, Rule, check, grid
 from tests.terraform.stack import Applied

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from serverless_retry_tools.local.runtime import Runtime
+from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.integration.test_selfheal_emulator import Aws, aws  # noqa: F401 (aws is a fixture)
 from tests.terraform.conftest import Terraform, terraform_env

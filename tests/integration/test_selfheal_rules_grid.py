@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from serverless_retry.selfheal.rules import bus_rules
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 from tests.integration.selfheal_grid import check, contract_rules, grid
 

@@ -1,5 +1,5 @@
 """Kinesis and DynamoDB stream event source mappings on the emulator, run by the runtime's
-StreamRunner (local/streams/): Lambda's partial batch answers, retries, bisection, record age and
+StreamRunner (local/runtime/streams/): Lambda's partial batch answers, retries, bisection, record age and
 on-failure destinations, shard by shard. One emulator at 20 logical seconds per real second; each
 test deletes its mappings, so the next runtime polls only its own."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.streams.shard_poller import lane_of
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.streams.shard_poller import lane_of
 
 from tests.integration.test_runtime import Aws, Run
 

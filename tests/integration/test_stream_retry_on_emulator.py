@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from botocore.config import Config
 from serverless_retry.policy import RetryPolicy
-from serverless_retry_tools.local.demo_queues import receive_all
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.demos.demo_queues import receive_all
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
 
 from tests.terraform.stack import Applied
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
+from serverless_retry_tools.local.emulator.emulator import Emulator
 
 from tests.integration.test_fidelity import Aws, Run, _pipe
 

@@ -36,8 +36,8 @@ from typing import Any
 
 import boto3
 import pytest
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.terraform import emulator_variables
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.sandbox.terraform import emulator_variables
 
 from tests.terraform.conftest import ROOT, Terraform, attached_provider, ignore_state, terraform_env
 from tests.terraform.conftest import init as terraform_init

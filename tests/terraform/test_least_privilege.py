@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from moto import mock_aws
-from serverless_retry_tools.local.moto_patches import patched
+from serverless_retry_tools.local.emulator.moto_patches import patched
 
 from tests.terraform.conftest import Workspace
 from tests.terraform.iam import check, native_paths, operator_paths, selfheal_paths

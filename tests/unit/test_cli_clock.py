@@ -15,7 +15,7 @@ from serverless_retry.clock import ScaledClock, SystemClock
 from serverless_retry_tools import cli
 from serverless_retry_tools.commands import retries
 from serverless_retry_tools.commands.clock import command_clock
-from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
+from serverless_retry_tools.local.emulator_contract import CLOCK_ROUTE
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from serverless_retry_tools.local.held_clock import HeldClock, SharedClock
+from serverless_retry_tools.local.clock.held_clock import HeldClock, SharedClock
 
 EPOCH = 1_800_000_000.0
 

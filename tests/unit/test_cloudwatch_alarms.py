@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from serverless_retry_tools.local.cloudwatch.alarms import (
+from serverless_retry_tools.local.emulator.cloudwatch.alarms import (
     AlarmSpec,
     MetricStat,
     Query,
     Sample,
     evaluate_alarm,
 )
-from serverless_retry_tools.local.cloudwatch.math_expr import Unsupported, evaluate
+from serverless_retry_tools.local.emulator.cloudwatch.math_expr import Unsupported, evaluate
 
 NOW = 1_800_000_000.0  # a whole minute
 DEPTH = MetricStat("AWS/SQS", "ApproximateNumberOfMessagesVisible", (("QueueName", "dlq"),), "Maximum", 60)

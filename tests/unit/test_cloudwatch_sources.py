@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from serverless_retry_tools.local.cloudwatch.emf import parse_emf
-from serverless_retry_tools.local.cloudwatch.queue_gauges import MessageView, gauges
+from serverless_retry_tools.local.emulator.cloudwatch.emf import parse_emf
+from serverless_retry_tools.local.emulator.cloudwatch.queue_gauges import MessageView, gauges
 
 
 def test_emf_lines_give_one_datum_per_metric_dimension_set_and_value() -> None:

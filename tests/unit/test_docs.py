@@ -103,7 +103,7 @@ def test_every_help_text_is_plain_text() -> None:
     [
         ("the ``serverless-retry`` command", "the serverless-retry command"),
         ("under :mod:`serverless_retry_tools.commands`", "under serverless_retry_tools.commands"),
-        ("by :class:`~serverless_retry_tools.local.emulator.Emulator`", "by Emulator"),
+        ("by :class:`~serverless_retry_tools.local.emulator.emulator.Emulator`", "by Emulator"),
         ("see :func:`the planner <serverless_retry.planning.plan_failure>`", "see the planner"),
         ("a ``--start``\nand ``--seed``", "a --start\nand --seed"),
     ],

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.clock_holds import ClockHolds
-from serverless_retry_tools.local.held_clock import HeldClock, SharedClock
-from serverless_retry_tools.local.poller_scaling import PollerScaling
+from serverless_retry_tools.local.aws_rules.poller_scaling import PollerScaling
+from serverless_retry_tools.local.clock.clock_holds import ClockHolds
+from serverless_retry_tools.local.clock.held_clock import HeldClock, SharedClock
 
 EPOCH = 1_800_000_000.0
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:q"

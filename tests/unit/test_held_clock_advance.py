@@ -7,8 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.clock_server import ClockServer
-from serverless_retry_tools.local.held_clock import HeldClock, SharedClock
+from serverless_retry_tools.local.clock.held_clock import HeldClock, SharedClock
+from serverless_retry_tools.local.emulator.clock_server import ClockServer
 
 EPOCH = 1_800_000_000.0
 FOURTEEN_DAYS = 1_209_600.0

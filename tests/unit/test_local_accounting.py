@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 from serverless_retry.consumer import RETRIES_PLANNED
-from serverless_retry_tools.local.accounting import (
+from serverless_retry_tools.local.demos.accounting import (
     FinalRecord,
     SentMessage,
     account,
     parse_final,
     parse_log_lines,
 )
-from serverless_retry_tools.local.workload import DEFAULT_MIX, MALFORMED, build_workload
+from serverless_retry_tools.local.demos.scheduled_workload import DEFAULT_MIX, MALFORMED, build_workload
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 SENT = [SentMessage(f"m{i}", "ok", f"o-{i}", "processed") for i in range(1, 5)]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from serverless_retry_tools.local.async_runner import AsyncRunner, event_id
-from serverless_retry_tools.local.functions import InvocationResult, Throttled
-from serverless_retry_tools.local.lambda_async import Queued
-from serverless_retry_tools.local.runner_services import RunnerServices
+from serverless_retry_tools.local.aws_rules.lambda_async import Queued
+from serverless_retry_tools.local.runtime.async_runner import AsyncRunner, event_id
+from serverless_retry_tools.local.runtime.functions import InvocationResult, Throttled
+from serverless_retry_tools.local.runtime.runner_services import RunnerServices
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:fn"
 FAILURES = "arn:aws:sqs:us-east-1:123456789012:failures"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.functions import CODE_CACHE_VARIABLE, FunctionConfig, FunctionPool
+from serverless_retry_tools.local.runtime.functions import CODE_CACHE_VARIABLE, FunctionConfig, FunctionPool
 
 FILES = {f"pkg/module_{n}.py": f"VALUE = {n}\n" + "# padding\n" * 2000 for n in range(60)}
 

@@ -11,16 +11,16 @@ import json
 
 import pytest
 from serverless_retry.archive.record import ArchiveSource, archive_record
-from serverless_retry_tools.local import selfheal_accounting
-from serverless_retry_tools.local.accounting import (
+from serverless_retry_tools.local.demos import selfheal_accounting
+from serverless_retry_tools.local.demos.accounting import (
     SentMessage,
     account,
     parse_archived,
     parse_final,
     parse_log_lines,
 )
-from serverless_retry_tools.local.accounting_report import print_fates, print_totals
-from serverless_retry_tools.local.demo_frame import ProgressLines
+from serverless_retry_tools.local.demos.accounting_report import print_fates, print_totals
+from serverless_retry_tools.local.demos.demo_frame import ProgressLines
 
 from tests.unit.test_archive_record import DLQ, EVENTS, NOW, PREFIX, SELFHEAL, from_sample, sqs_record
 

@@ -1,4 +1,4 @@
-"""The frame the three demos share (serverless_retry_tools.local.demo_frame): options from the
+"""The frame the three demos share (serverless_retry_tools.local.demos.demo_frame): options from the
 command line, progress lines, the logical-time line, the exit status when the example is missing."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import io
 import re
 from pathlib import Path
 
-from serverless_retry_tools.local.demo import DemoOptions
-from serverless_retry_tools.local.demo_frame import (
+from serverless_retry_tools.local.demos.demo_frame import (
     ExampleOptions,
     ProgressLines,
     logical_duration,
     logical_line,
     run_example,
 )
-from serverless_retry_tools.local.native_demo import NativeOptions
-from serverless_retry_tools.local.selfheal_demo import SelfHealingOptions
+from serverless_retry_tools.local.demos.native_demo import NativeOptions
+from serverless_retry_tools.local.demos.scheduled_demo import DemoOptions
+from serverless_retry_tools.local.demos.selfheal_demo import SelfHealingOptions
 
 
 def _args(**overrides: object) -> argparse.Namespace:

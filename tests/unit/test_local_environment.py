@@ -4,7 +4,7 @@ emulator's credentials, and nothing from the calling process (pure)."""
 from __future__ import annotations
 
 import pytest
-from serverless_retry_tools.local.functions import FunctionConfig, lambda_environment
+from serverless_retry_tools.local.runtime.functions import FunctionConfig, lambda_environment
 
 GET_FUNCTION = {
     "Configuration": {

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.event_pattern import (
+from serverless_retry_tools.local.aws_rules.event_pattern import (
     MAX_PATTERN_CHARS,
     InvalidEventPattern,
     matches,

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local import architectures
-from serverless_retry_tools.local.architectures import Distribution, elf_machine, plan, scan
-from serverless_retry_tools.local.complete_trees import COMPLETE
-from serverless_retry_tools.local.functions import FunctionConfig
-from serverless_retry_tools.local.host_builds import HostBuildError, host_build, runnable
+from serverless_retry_tools.local.runtime import architectures
+from serverless_retry_tools.local.runtime.architectures import Distribution, elf_machine, plan, scan
+from serverless_retry_tools.local.runtime.complete_trees import COMPLETE
+from serverless_retry_tools.local.runtime.functions import FunctionConfig
+from serverless_retry_tools.local.runtime.host_builds import HostBuildError, host_build, runnable
 
 ELF = {"x86_64": 62, "aarch64": 183}
 

@@ -7,7 +7,12 @@ import json
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.input_transform import MISSING, json_path, render_template, target_input
+from serverless_retry_tools.local.aws_rules.input_transform import (
+    MISSING,
+    json_path,
+    render_template,
+    target_input,
+)
 
 EVENT: dict[str, Any] = {
     "version": "0",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.lambda_async import (
+from serverless_retry_tools.local.aws_rules.lambda_async import (
     MAX_ASYNC_PAYLOAD_BYTES,
     SNS_DESTINATION_MAX_BYTES,
     AsyncInvokeRejected,

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local import lambda_python
+from serverless_retry_tools.local.runtime import lambda_python
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """The native-retry story's pure parts: its workload, what it reads from the function's logs, and how it
-judges the ledger and the duplicate deliveries (serverless_retry_tools.local.native_workload/native_demo)."""
+judges the ledger and the duplicate deliveries (serverless_retry_tools.local.demos.native_workload/native_demo)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import json
 from collections import Counter
 
 import pytest
-from serverless_retry_tools.local.accounting import account, parse_log_lines
-from serverless_retry_tools.local.native_demo import Booking, StoryResult, check_bookings, parse_bookings
-from serverless_retry_tools.local.native_workload import (
+from serverless_retry_tools.local.demos.accounting import account, parse_log_lines
+from serverless_retry_tools.local.demos.native_demo import (
+    Booking,
+    StoryResult,
+    check_bookings,
+    parse_bookings,
+)
+from serverless_retry_tools.local.demos.native_workload import (
     BACKLOG,
     CRASH_AFTER_WRITE,
     RESENT_LATER,
@@ -17,7 +22,7 @@ from serverless_retry_tools.local.native_workload import (
     build_native_workload,
     expected_replays,
 )
-from serverless_retry_tools.local.workload import WorkItem
+from serverless_retry_tools.local.demos.scheduled_workload import WorkItem
 
 
 def test_the_workload_sends_the_backlog_during_the_bug_and_new_crashes_and_copies_after_the_fix() -> None:

@@ -9,8 +9,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from serverless_retry_tools.local.ready_file import ReadyFileError, talk_environment
-from serverless_retry_tools.local.reapply import apply_to_sandbox
+from serverless_retry_tools.local.emulator_contract import talk_environment
+from serverless_retry_tools.local.sandbox.ready_file import ReadyFileError
+from serverless_retry_tools.local.sandbox.reapply import apply_to_sandbox
 
 FAKE_TERRAFORM = """#!/bin/sh
 echo "$TF_DATA_DIR|$TF_CLI_CONFIG_FILE|$AWS_ENDPOINT_URL|$AWS_DEFAULT_REGION|$*" >> "$CALLS"

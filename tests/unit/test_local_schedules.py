@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from serverless_retry_tools.local.schedules import (
+from serverless_retry_tools.local.aws_rules.schedules import (
     after_failure,
     dead_letter_attributes,
     parse_at,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from serverless_retry_tools.local.selfheal_accounting import (
+from serverless_retry_tools.local.demos.selfheal_accounting import (
     Expectation,
     Final,
     Invocation,
@@ -156,7 +156,7 @@ def test_parse_redrive_logs() -> None:
 
 
 def test_the_workload_expects_what_the_example_does() -> None:
-    from serverless_retry_tools.local.selfheal_workload import ExampleFunctions, build_messages
+    from serverless_retry_tools.local.demos.selfheal_workload import ExampleFunctions, build_messages
 
     names = ExampleFunctions(charge="c", invoice="i", audit="a")
     messages = build_messages(5, names)

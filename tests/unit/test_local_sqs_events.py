@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.sqs_events import judge_batch, sqs_event
+from serverless_retry_tools.local.aws_rules.sqs_events import judge_batch, sqs_event
 
 IDS = ["m1", "m2", "m3"]
 ARN = "arn:aws:sqs:us-east-1:123456789012:orders"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serverless_retry_tools.local.terraform import cli_environment, declared_variables, emulator_variables
+from serverless_retry_tools.local.sandbox.terraform import (
+    cli_environment,
+    declared_variables,
+    emulator_variables,
+)
 
 
 def test_declared_variables_reads_every_tf_file(tmp_path: Path) -> None:

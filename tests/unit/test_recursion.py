@@ -1,10 +1,10 @@
-"""Lambda's recursive loop detection as the local runtime models it (local/recursion.py)."""
+"""Lambda's recursive loop detection as the local runtime models it (local/aws_rules/recursion.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from serverless_retry_tools.local.recursion import (
+from serverless_retry_tools.local.aws_rules.recursion import (
     MAX_CHAIN_INVOCATIONS,
     Chain,
     function_key,

@@ -4,7 +4,7 @@ evenly spread, some of them after the write; other keys never touched."""
 from __future__ import annotations
 
 import pytest
-from serverless_retry_tools.local.s3_faults import S3PutFaults
+from serverless_retry_tools.local.emulator.s3_faults import S3PutFaults
 
 
 def test_off_until_configured_then_exactly_the_share_asked_of_matching_calls() -> None:

@@ -1,4 +1,4 @@
-"""Lambda's rules for a stream batch's answer and what follows it (local/streams/answers.py), and
+"""Lambda's rules for a stream batch's answer and what follows it (local/runtime/streams/answers.py), and
 the shapes the stream runner builds (events, on-failure records, mapping limits)."""
 
 from __future__ import annotations
@@ -9,22 +9,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from serverless_retry_tools.local.moto_fidelity import stream_mapping_errors
-from serverless_retry_tools.local.streams.answers import (
+from serverless_retry_tools.local.emulator.moto_fidelity import stream_mapping_errors
+from serverless_retry_tools.local.runtime.streams.answers import (
     RETRY_ATTEMPTS_EXHAUSTED,
     RetryPolicy,
     expired_prefix,
     judge_stream_batch,
     plan_next,
 )
-from serverless_retry_tools.local.streams.events import (
+from serverless_retry_tools.local.runtime.streams.events import (
     dynamodb_record,
     fits_payload,
     kinesis_record,
     stream_event,
 )
-from serverless_retry_tools.local.streams.failure_records import failure_record, send_failure_record
-from serverless_retry_tools.local.streams.shards import source_kind
+from serverless_retry_tools.local.runtime.streams.failure_records import failure_record, send_failure_record
+from serverless_retry_tools.local.runtime.streams.shards import source_kind
 
 SEQ = ["101", "102", "103", "104"]
 
@@ -357,7 +357,7 @@ class _Functions:
         return type("Config", (), {"arn": arn, "name": "fn", "timeout": 3})()
 
     def invoke(self, arn: str, event: Any, *, config: Any, throttle: bool) -> Any:
-        from serverless_retry_tools.local.functions import InvocationResult
+        from serverless_retry_tools.local.runtime.functions import InvocationResult
 
         bodies = [base64.b64decode(r["kinesis"]["data"]).decode() for r in event["Records"]]
         self.calls.append(bodies)
@@ -409,9 +409,9 @@ def _poller(
 ) -> tuple[Any, Any, list[tuple[str, dict[str, Any]]]]:
     import threading
 
-    from serverless_retry_tools.local.runner_services import RunnerServices
-    from serverless_retry_tools.local.streams.checkpoints import Checkpoints
-    from serverless_retry_tools.local.streams.shard_poller import ShardPoller
+    from serverless_retry_tools.local.runtime.runner_services import RunnerServices
+    from serverless_retry_tools.local.runtime.streams.checkpoints import Checkpoints
+    from serverless_retry_tools.local.runtime.streams.shard_poller import ShardPoller
 
     events: list[tuple[str, dict[str, Any]]] = []
     services = RunnerServices(
@@ -446,7 +446,7 @@ def _raise_on_poison(records: list[dict[str, Any]]) -> Any:
 
 
 def test_lanes_go_on_past_a_failing_key_and_the_checkpoint_waits_for_it() -> None:
-    from serverless_retry_tools.local.streams.shard_poller import lane_of
+    from serverless_retry_tools.local.runtime.streams.shard_poller import lane_of
 
     other = next(k for k in (f"k{i}" for i in range(100)) if lane_of(k, 2) != lane_of("a", 2))
     shard = _Shard([("a", "poison"), (other, "x1"), (other, "x2"), ("a", "after")], arrival=990.0)

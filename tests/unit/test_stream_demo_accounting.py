@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from serverless_retry_tools.local.stream_demo_accounting import (
+from serverless_retry_tools.local.demos.stream_demo_accounting import (
     PutRecord,
     WorkRecord,
     account_mode,

@@ -20,7 +20,7 @@ from typing import Any
 
 from serverless_retry.selfheal.types import BUS_DETAIL_TYPE, BUS_SOURCE
 from serverless_retry.testing import lambda_context
-from serverless_retry_tools.local.event_pattern import matches
+from serverless_retry_tools.local.aws_rules.event_pattern import matches
 
 from tests.functional.test_selfheal_large_records import s3_event
 from tests.selfheal_corpus import bus_event, destination_record, load, pipe_record

@@ -41,8 +41,8 @@ from serverless_retry_tools.aws_tier.targets import (
     Target,
     opt_in,
 )
-from serverless_retry_tools.local.demo_frame import ProgressLines, find_repo_root
-from serverless_retry_tools.local.terraform import Terraform, TerraformError
+from serverless_retry_tools.local.demos.demo_frame import ProgressLines, find_repo_root
+from serverless_retry_tools.local.sandbox.terraform import Terraform, TerraformError
 
 __all__ = ["Report", "main", "new_prefix", "run_tier"]
 

@@ -1,10 +1,11 @@
 """The demos' scenarios, on any :class:`~serverless_retry_tools.aws_tier.targets.Target`.
 
-Each sends the workload its demo sends (``local.workload``, ``local.native_workload``,
-``local.selfheal_workload``), waits until nothing is in transit, and accounts for every message with
-the demo's own accounting (``local.accounting``, ``local.native_demo.check_bookings``,
-``local.selfheal_accounting``), reading only what a user could read on AWS: the final queues, the
-tables and the functions' CloudWatch Logs. What differs from the demos is forced by real time:
+Each sends the workload its demo sends (``local.demos.scheduled_workload``,
+``local.demos.native_workload``, ``local.demos.selfheal_workload``), waits until nothing is in
+transit, and accounts for every message with the demo's own accounting (``local.demos.accounting``,
+``local.demos.native_demo.check_bookings``, ``local.demos.selfheal_accounting``), reading only
+what a user could read on AWS: the final queues, the tables and the functions' CloudWatch Logs.
+What differs from the demos is forced by real time:
 
 - scheduled-retry: the long throttles ask for Retry-After 960 s instead of 1800 s (still above SQS's
   900 s, so they still go through the Scheduler) to keep the run near 20 minutes;
@@ -29,37 +30,37 @@ from pathlib import Path
 from typing import Any
 
 from serverless_retry_tools.aws_tier.targets import Target
-from serverless_retry_tools.local.accounting import (
+from serverless_retry_tools.local.demos.accounting import (
     Accounting,
     account,
     json_records,
     parse_final,
     parse_log_lines,
 )
-from serverless_retry_tools.local.accounting_report import print_fates, print_totals
-from serverless_retry_tools.local.demo_frame import ProgressLines, write_accounting
-from serverless_retry_tools.local.demo_queues import (
+from serverless_retry_tools.local.demos.accounting_report import print_fates, print_totals
+from serverless_retry_tools.local.demos.demo_frame import ProgressLines, write_accounting
+from serverless_retry_tools.local.demos.demo_queues import (
     queue_counts,
     queue_depth,
     read_log_lines,
     receive_all,
     send_items,
 )
-from serverless_retry_tools.local.native_demo import Layout as NativeLayout
-from serverless_retry_tools.local.native_demo import StoryResult, check_bookings, parse_bookings, report
-from serverless_retry_tools.local.native_workload import build_native_workload, expected_replays
-from serverless_retry_tools.local.selfheal_accounting import (
+from serverless_retry_tools.local.demos.native_demo import Layout as NativeLayout
+from serverless_retry_tools.local.demos.native_demo import StoryResult, check_bookings, parse_bookings, report
+from serverless_retry_tools.local.demos.native_workload import build_native_workload, expected_replays
+from serverless_retry_tools.local.demos.scheduled_workload import LABELS, WorkItem, build_workload
+from serverless_retry_tools.local.demos.selfheal_accounting import (
     Invocation,
     SelfHealingAccounting,
     parse_dead_letter,
     parse_exhausted,
     parse_redrive_logs,
 )
-from serverless_retry_tools.local.selfheal_accounting import account as selfheal_account
-from serverless_retry_tools.local.selfheal_demo import Layout as SelfHealingLayout
-from serverless_retry_tools.local.selfheal_demo import publish, settled_probe
-from serverless_retry_tools.local.selfheal_workload import build_messages
-from serverless_retry_tools.local.workload import LABELS, WorkItem, build_workload
+from serverless_retry_tools.local.demos.selfheal_accounting import account as selfheal_account
+from serverless_retry_tools.local.demos.selfheal_demo import Layout as SelfHealingLayout
+from serverless_retry_tools.local.demos.selfheal_demo import publish, settled_probe
+from serverless_retry_tools.local.demos.selfheal_workload import build_messages
 
 __all__ = ["SCENARIOS", "Outcome", "Scenario", "aws_timed", "invocations_from_logs", "settle"]
 

@@ -21,9 +21,13 @@ from typing import Any, Protocol
 import boto3
 from botocore.config import Config
 
-from serverless_retry_tools.local.emulator import Emulator
-from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-from serverless_retry_tools.local.terraform import cli_environment, emulator_environment, emulator_variables
+from serverless_retry_tools.local.emulator.emulator import Emulator
+from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
+from serverless_retry_tools.local.sandbox.terraform import (
+    cli_environment,
+    emulator_environment,
+    emulator_variables,
+)
 
 __all__ = [
     "OPT_IN_ENV",

@@ -6,7 +6,7 @@ message age, is logical. Measured against the wall clock, a message an hour old 
 ``AWS_ENDPOINT_URL_SQS``) is set and the endpoint serves the emulator's clock
 (``GET /_serverless_retry/clock``: ``{"epoch", "scale"}``), ages and ``--older-than`` are measured on
 that clock (as the emulator holds it for the runtime, read from its clock file when it is on this
-machine: see ``serverless_retry_tools.local.held_clock``). Any other endpoint, or none, is AWS or a stand-in without a logical clock: the system
+machine: see ``serverless_retry_tools.local.clock.held_clock``). Any other endpoint, or none, is AWS or a stand-in without a logical clock: the system
 clock. This stays in the tools: the Lambda functions run on AWS time (``SystemClock``), and under the
 emulator the runtime hands them its clock in their environment.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from serverless_retry.clock import Clock, ScaledClock, SystemClock
 
-from serverless_retry_tools.local.held_clock import SharedClock
-from serverless_retry_tools.local.logical_time import CLOCK_ROUTE
+from serverless_retry_tools.local.clock.held_clock import SharedClock
+from serverless_retry_tools.local.emulator_contract import CLOCK_ROUTE
 
 __all__ = ["command_clock"]
 

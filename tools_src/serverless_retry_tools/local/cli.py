@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from serverless_retry_tools.local.functions import DEFAULT_MAX_CONCURRENCY
+from serverless_retry_tools.local.runtime.functions import DEFAULT_MAX_CONCURRENCY
 
 __all__ = ["demo_defaults", "register"]
 
@@ -159,18 +159,18 @@ def demo_defaults(args: argparse.Namespace) -> argparse.Namespace:
 def _cmd_demo(args: argparse.Namespace) -> int:
     demo_defaults(args)
     if args.example == "self-healing":
-        from serverless_retry_tools.local.selfheal_demo import SelfHealingOptions, run_selfheal_demo
+        from serverless_retry_tools.local.demos.selfheal_demo import SelfHealingOptions, run_selfheal_demo
 
         return run_selfheal_demo(SelfHealingOptions.from_args(args, per_topic=args.messages), sys.stdout)
     if args.example == "native-retry":
-        from serverless_retry_tools.local.native_demo import native_demo_main
+        from serverless_retry_tools.local.demos.native_demo import native_demo_main
 
         return native_demo_main(args)
     if args.example in ("stream", "stream-retry"):
-        from serverless_retry_tools.local.stream_demo import stream_demo_main
+        from serverless_retry_tools.local.demos.stream_demo import stream_demo_main
 
         return stream_demo_main(args)
-    from serverless_retry_tools.local.demo import demo_main
+    from serverless_retry_tools.local.demos.scheduled_demo import demo_main
 
     return demo_main(args)
 
@@ -201,9 +201,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _cmd_local_apply(args: argparse.Namespace) -> int:
-    from serverless_retry_tools.local.ready_file import ReadyFileError
-    from serverless_retry_tools.local.reapply import apply_to_sandbox
-    from serverless_retry_tools.local.terraform import TerraformError
+    from serverless_retry_tools.local.sandbox.ready_file import ReadyFileError
+    from serverless_retry_tools.local.sandbox.reapply import apply_to_sandbox
+    from serverless_retry_tools.local.sandbox.terraform import TerraformError
 
     root = Path(args.apply_root) if args.apply_root else None
     if root is not None and not root.is_dir():
@@ -259,10 +259,11 @@ def _cmd_local(args: argparse.Namespace) -> int:
 
 
 def _run_local(args: argparse.Namespace, ready_file: Path | None) -> int:
-    from serverless_retry_tools.local.emulator import Emulator
-    from serverless_retry_tools.local.ready_file import sandbox_info, talk_environment, write_json_atomically
-    from serverless_retry_tools.local.runtime import Runtime, RuntimeEvent
-    from serverless_retry_tools.local.terraform import (
+    from serverless_retry_tools.local.emulator.emulator import Emulator
+    from serverless_retry_tools.local.emulator_contract import talk_environment, write_json_atomically
+    from serverless_retry_tools.local.runtime.runtime import Runtime, RuntimeEvent
+    from serverless_retry_tools.local.sandbox.ready_file import sandbox_info
+    from serverless_retry_tools.local.sandbox.terraform import (
         Terraform,
         TerraformError,
         emulator_environment,
