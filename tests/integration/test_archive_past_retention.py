@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,10 @@ from serverless_retry.archive.store import ArchiveStore
 from serverless_retry_tools.local.emulator.s3_faults import set_s3_put_faults
 from serverless_retry_tools.local.runtime.runtime import Runtime
 
-from tests.terraform.conftest import ROOT, Terraform, terraform_env
-from tests.terraform.stack import Applied, SharedStack, StackSpec
+from tests.terraform.stack import Applied
 
 pytestmark = pytest.mark.integration
 
-FIXTURE = "tests/integration/fixtures/archive-patterns"
 # modules/queue's default retention of the retry-exhausted queue and the DLQ (SQS's ceiling).
 RETENTION_SECONDS = 1_209_600
 # Logical seconds the clock is pushed on at each check while messages are in flight: it never passes
@@ -46,34 +43,10 @@ CLI = shutil.which("serverless-retry", path=str(Path(sys.executable).parent)) or
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 
 
-class ArchivePatternsStack(SharedStack):
-    """The fixture root, with one zip holding serverless_retry, its handlers and the native example's."""
-
-    def _package(self) -> Path:
-        out = self._tmp / "archive-patterns.zip"
-        extras = [f"{FIXTURE}/src/archive_patterns", "examples/native-retry/src/native_orders"]
-        subprocess.run(
-            [sys.executable, "scripts/build_package.py", *(f"--extra={e}" for e in extras), "--out", str(out)],
-            cwd=ROOT, check=True, timeout=600, capture_output=True,
-        )  # fmt: skip
-        return out
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Applied]:
-    if shutil.which("terraform") is None:
-        pytest.skip("terraform is not on PATH")
-    spec = StackSpec("archive-patterns", "archive_patterns_stack", "", clock_scale=10.0, directory=FIXTURE)
-    # The apply waits mostly on the provider's SQS and Lambda waiters, which sleep: more of them at once
-    # than Terraform's default 10. The plan SharedStack makes after it is not looked at here (the
-    # terraform tier checks the modules' second plans): no refresh.
-    faster = {"TF_CLI_ARGS_apply": "-parallelism=30", "TF_CLI_ARGS_plan": "-parallelism=30 -refresh=false"}
-    terraform = Terraform({**terraform_env(), **faster}, niced=False)
-    shared = ArchivePatternsStack(spec, terraform, tmp_path_factory.mktemp("arc"))
-    try:
-        yield shared.result()
-    finally:
-        shared.close()
+def stack(archive_patterns_stack: Applied) -> Applied:
+    """The stack applied once per run (tests/terraform/stack.py STACKS, archive_patterns_stack.py)."""
+    return archive_patterns_stack
 
 
 @dataclass(frozen=True)

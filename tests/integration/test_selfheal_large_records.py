@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,35 +20,13 @@ from botocore.config import Config
 from serverless_retry_tools.local.runtime.runtime import Runtime
 
 from tests.integration.test_selfheal_emulator import Aws, aws  # noqa: F401 (aws is a fixture)
-from tests.terraform.conftest import Terraform, terraform_env
-from tests.terraform.stack import Applied, SharedStack, StackSpec
+from tests.terraform.stack import Applied
 
 pytestmark = pytest.mark.integration
 
-FIXTURE = "tests/integration/fixtures/selfheal-large"
 CONFIG = Config(retries={"mode": "standard", "max_attempts": 5})
 BLOB_BYTES = 400_000  # over the 262,144 bytes the failure queue (and SQS's old limit) takes
 PREFIX = "aws/lambda/async/shl-source/"
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Applied]:
-    if shutil.which("terraform") is None:
-        pytest.skip("terraform is not on PATH")
-    # x10: the default policy's first retry waits 10 logical s (1 real s) in a one-time schedule.
-    spec = StackSpec(
-        "selfheal-large",
-        "selfheal_large_stack",
-        f"{FIXTURE}/src/selfheal_large",
-        clock_scale=10.0,
-        directory=FIXTURE,
-        package="selfheal-large",
-    )
-    shared = SharedStack(spec, Terraform(terraform_env(), niced=False), tmp_path_factory.mktemp("shl"))
-    try:
-        yield shared.result()
-    finally:
-        shared.close()
 
 
 class Drive:
@@ -106,8 +82,9 @@ class Drive:
 
 
 @pytest.fixture(scope="module")
-def drive(stack: Applied, tmp_path_factory: pytest.TempPathFactory) -> Drive:
-    return Drive(stack, tmp_path_factory.mktemp("shl-runtime"))
+def drive(selfheal_large_stack: Applied, tmp_path_factory: pytest.TempPathFactory) -> Drive:
+    # The stack applied once per run (tests/terraform/stack.py STACKS), in the background.
+    return Drive(selfheal_large_stack, tmp_path_factory.mktemp("shl-runtime"))
 
 
 def _blob(tag: str) -> str:

@@ -78,6 +78,13 @@ STACKS: tuple[StackSpec, ...] = (
     # A user's root outside the checkout: modules from a tagged clone, their processor packaged by
     # `serverless-retry package` (tests/integration/outside_stack.py). x20: 6 x 30 s visibility.
     StackSpec("outside", "outside_stack", "", clock_scale=20.0, directory="outside/infra", applier="tests.integration.outside_stack:OutsideStack"),
+    # modules/self-healing with the source's on_failure = "s3": records over 256 KiB redriven from S3.
+    # x10: the default policy's first retry waits 10 logical s (1 real s) in a one-time schedule.
+    StackSpec("selfheal-large", "selfheal_large_stack", "tests/integration/fixtures/selfheal-large/src/selfheal_large", clock_scale=10.0, directory="tests/integration/fixtures/selfheal-large", package="selfheal-large"),
+    # The three patterns, each with an archive on its terminal queues; one zip for all their handlers
+    # (tests/integration/archive_patterns_stack.py). Its tests jump the clock past the queues' 14-day
+    # retention and do not turn it back: the stack is theirs alone.
+    StackSpec("archive-patterns", "archive_patterns_stack", "", clock_scale=10.0, directory="tests/integration/fixtures/archive-patterns", applier="tests.integration.archive_patterns_stack:ArchivePatternsStack"),
 )  # fmt: skip
 BY_FIXTURE = {spec.fixture: spec for spec in STACKS}
 

@@ -201,7 +201,7 @@ def test_only_a_run_of_the_whole_suite_applies_every_stack_before_collection(
     source: pytest.Config.ArgsSource, options: dict[str, object]
 ) -> None:
     """The controller cannot see which tests a run holds before a worker has collected: it applies
-    the five stacks at once only when nothing narrows the run (one test must not cost five applies)."""
+    every stack at once only when nothing narrows the run (one test must not cost eight applies)."""
     assert _whole_suite(_config(pytest.Config.ArgsSource.TESTPATHS))
     assert not _whole_suite(_config(source, **options))
 
