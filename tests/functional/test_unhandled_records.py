@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from serverless_retry.aws import AwsClients
 from serverless_retry.clock import FrozenClock
-from serverless_retry.consumer import record_reader as record_reader_module
+from serverless_retry.consumer import record_gate as record_gate_module  # it unwraps the envelope
 from serverless_retry.errors import RetryableError, UnhandledRecordError
 from serverless_retry.message import Message
 from serverless_retry.testing import sqs_record
@@ -114,14 +114,14 @@ def test_each_unhandled_shape_goes_to_the_exhausted_queue_with_its_reason(
 def test_a_bug_while_preparing_a_record_keeps_it_with_the_error(
     stack: Stack, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = record_reader_module.unwrap
+    real = record_gate_module.unwrap
 
     def broken(body: str, *args: Any, **kwargs: Any) -> Any:
         if "looks like" in body:
             raise RuntimeError("a bug of ours")
         return real(body, *args, **kwargs)
 
-    monkeypatch.setattr(record_reader_module, "unwrap", broken)
+    monkeypatch.setattr(record_gate_module, "unwrap", broken)
     seen = Seen()
     consumer = make_consumer(stack, seen, FIXED_30, clock)
     body = '{"serverless_retry": "looks like an envelope"}'  # takes the full path, through unwrap
