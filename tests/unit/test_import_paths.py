@@ -39,6 +39,11 @@ def test_the_consumer_package_names_what_the_consumer_module_did(name: str) -> N
     assert getattr(consumer_package, name) is getattr(retrying_consumer, name)
 
 
+def test_the_consumer_package_lists_every_name_of_the_consumer_module() -> None:
+    # The list is written twice (the package names them lazily, without importing the loop): kept equal.
+    assert sorted(consumer_package.__all__) == sorted(retrying_consumer.__all__)
+
+
 def test_the_consumer_package_refuses_a_name_it_does_not_have() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         _ = consumer_package.nothing_here

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from serverless_retry.consumer.unhandled_records import record_id
 from serverless_retry.errors import UnhandledRecordError
 from serverless_retry.observability import RETRIES_PLANNED, BatchCounts, log_retries
 
@@ -99,7 +100,7 @@ def check_unidentified(state: BatchState, records: Sequence[Mapping[str, Any]], 
     unsent = [key for key in state.unidentified if key in failed]
     if not unsent:
         return
-    if all(i in failed for i in (_id(r) for r in records) if i is not None):
+    if all(i in failed for i in (record_id(r) for r in records) if i is not None):
         log_retries(logger, state.retries, state.retried)  # the batch's metrics line never comes
         raise UnhandledRecordError(
             f"{len(unsent)} record(s) without a messageId could not be sent to the retry-exhausted queue; "
@@ -116,12 +117,5 @@ def batch_result(state: BatchState, records: Sequence[Mapping[str, Any]]) -> Bat
     """The settled batch's result: the handed-back records' ids for batchItemFailures, in record
     order, each once."""
     failed = state.failed
-    ids = [i for i in (_id(r) for r in records) if i is not None and i in failed] if failed else []
+    ids = [i for i in (record_id(r) for r in records) if i is not None and i in failed] if failed else []
     return BatchResult(list(dict.fromkeys(ids)), state.counts, state.retries, state.retried)
-
-
-def _id(record: object) -> str | None:
-    """A record's messageId when batchItemFailures may name it: a non-empty string (an empty
-    itemIdentifier would fail the whole batch)."""
-    message_id = record.get("messageId") if isinstance(record, Mapping) else None
-    return message_id if isinstance(message_id, str) and message_id else None
